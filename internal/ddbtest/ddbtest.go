@@ -1,0 +1,231 @@
+// Package ddbtest runs dynashard's integration tests against real
+// DynamoDB-compatible servers: every test body runs once per selected server,
+// like a conformance suite.
+//
+// The environment variable DYNASHARD_SERVER selects the servers: unset or
+// "all" means both local servers (DynamoDB Local and dynalite), "ddblocal" or
+// "dynalite" one of them, a comma-separated list several, and an http(s) URL
+// an external endpoint such as real DynamoDB (credentials from the usual
+// AWS_* variables). Local servers are installed on first use, started once
+// per test binary, and stopped by Main. A server that cannot start fails the
+// test with the reason; nothing is ever skipped.
+package ddbtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/localddb"
+)
+
+// Server is one server the tests run against.
+type Server struct {
+	Kind     localddb.Kind
+	Endpoint string
+}
+
+type entry struct {
+	once sync.Once
+	srv  *localddb.Server
+	err  error
+}
+
+var (
+	mu      sync.Mutex
+	started = map[localddb.Kind]*entry{}
+)
+
+// Main runs the tests and stops every server they started. Use it as
+// func TestMain(m *testing.M) { ddbtest.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops every server started so far.
+func Stop() {
+	mu.Lock()
+	defer mu.Unlock()
+	for k, e := range started {
+		if e.srv != nil {
+			e.srv.Close()
+		}
+		delete(started, k)
+	}
+}
+
+// Selected lists the servers DYNASHARD_SERVER asks for, and for an external
+// endpoint its URL.
+func Selected() ([]localddb.Kind, string, error) {
+	v := strings.TrimSpace(os.Getenv("DYNASHARD_SERVER"))
+	if v == "" || v == "all" {
+		return []localddb.Kind{localddb.DynamoDBLocal, localddb.Dynalite}, "", nil
+	}
+	if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
+		return []localddb.Kind{localddb.External}, v, nil
+	}
+	var kinds []localddb.Kind
+	for _, f := range strings.Split(v, ",") {
+		switch k := localddb.Kind(strings.TrimSpace(f)); k {
+		case localddb.DynamoDBLocal, localddb.Dynalite:
+			kinds = append(kinds, k)
+		default:
+			return nil, "", fmt.Errorf("ddbtest: DYNASHARD_SERVER=%q: want ddblocal, dynalite, all or an http(s) URL", v)
+		}
+	}
+	return kinds, "", nil
+}
+
+// Start returns the server of that kind, starting it on first use.
+func Start(ctx context.Context, kind localddb.Kind) (*Server, error) {
+	if kind == localddb.External {
+		_, url, err := Selected()
+		if err != nil {
+			return nil, err
+		}
+		if url == "" {
+			return nil, fmt.Errorf("ddbtest: external server needs DYNASHARD_SERVER=<url>")
+		}
+		return &Server{Kind: kind, Endpoint: url}, nil
+	}
+	mu.Lock()
+	e := started[kind]
+	if e == nil {
+		e = &entry{}
+		started[kind] = e
+	}
+	mu.Unlock()
+	e.once.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // a first install downloads ~60 MB
+		defer cancel()
+		e.srv, e.err = localddb.Start(ctx, kind)
+	})
+	if e.err != nil {
+		return nil, e.err
+	}
+	return &Server{Kind: kind, Endpoint: e.srv.Endpoint}, nil
+}
+
+// Get returns the server of that kind, failing tb if it cannot start.
+func Get(tb testing.TB, kind localddb.Kind) *Server {
+	tb.Helper()
+	s, err := Start(context.Background(), kind)
+	if err != nil {
+		tb.Fatalf("ddbtest: %v", err)
+	}
+	return s
+}
+
+// Default returns the first selected server, for Examples and benchmarks
+// that run against one server.
+func Default() (*Server, error) {
+	kinds, _, err := Selected()
+	if err != nil {
+		return nil, err
+	}
+	return Start(context.Background(), kinds[0])
+}
+
+// Each runs fn as a subtest named after each selected server.
+func Each(t *testing.T, fn func(t *testing.T, s *Server)) {
+	t.Helper()
+	kinds, _, err := Selected()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kinds {
+		t.Run(string(k), func(t *testing.T) {
+			fn(t, Get(t, k))
+		})
+	}
+}
+
+// Client returns an SDK client for the server with the SDK's default
+// retryer.
+func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	return localddb.NewClient(s.Endpoint, optFns...)
+}
+
+var tableSeq atomic.Int64
+
+// TableName returns a name no other test in any process uses.
+func TableName() string {
+	return fmt.Sprintf("t%d_%d_%08x", os.Getpid(), tableSeq.Add(1), rand.Uint32())
+}
+
+// Table creates an on-demand table whose key is keys: "pk:S" for a simple
+// key, "pk:S", "sk:N" for a composite one. It is deleted when tb ends.
+func (s *Server) Table(tb testing.TB, keys ...string) string {
+	tb.Helper()
+	in, err := TableInput(keys...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s.CreateTable(tb, in)
+}
+
+// TableInput builds a CreateTableInput from "name:type" key specs.
+func TableInput(keys ...string) (*dynamodb.CreateTableInput, error) {
+	if len(keys) < 1 || len(keys) > 2 {
+		return nil, fmt.Errorf("ddbtest: want 1 or 2 keys, got %q", keys)
+	}
+	in := &dynamodb.CreateTableInput{}
+	for i, spec := range keys {
+		name, typ, ok := strings.Cut(spec, ":")
+		if !ok || name == "" || (typ != "S" && typ != "N" && typ != "B") {
+			return nil, fmt.Errorf("ddbtest: key %q: want name:S, name:N or name:B", spec)
+		}
+		kt := types.KeyTypeHash
+		if i == 1 {
+			kt = types.KeyTypeRange
+		}
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{
+			AttributeName: aws.String(name), AttributeType: types.ScalarAttributeType(typ),
+		})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(name), KeyType: kt})
+	}
+	return in, nil
+}
+
+// CreateTable creates the table in (naming it uniquely and billing on demand
+// unless in says otherwise) and deletes it when tb ends.
+func (s *Server) CreateTable(tb testing.TB, in *dynamodb.CreateTableInput) string {
+	tb.Helper()
+	name, err := s.NewTable(context.Background(), in)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s.Client().DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	return name
+}
+
+// NewTable creates the table in and returns its name; the caller deletes it.
+func (s *Server) NewTable(ctx context.Context, in *dynamodb.CreateTableInput) (string, error) {
+	cp := *in
+	if cp.TableName == nil {
+		cp.TableName = aws.String(TableName())
+	}
+	if cp.BillingMode == "" && cp.ProvisionedThroughput == nil {
+		cp.BillingMode = types.BillingModePayPerRequest
+	}
+	if err := localddb.CreateTable(ctx, s.Client(), &cp); err != nil {
+		return "", err
+	}
+	return *cp.TableName, nil
+}
