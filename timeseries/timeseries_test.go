@@ -1,0 +1,171 @@
+package timeseries
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dynashard/dynashard/internal/ddbtest"
+)
+
+func TestMain(m *testing.M) { ddbtest.Main(m) }
+
+func date(y int, m time.Month, d, h int) time.Time { return time.Date(y, m, d, h, 0, 0, 0, time.UTC) }
+
+func TestTable(t *testing.T) {
+	for _, tc := range []struct {
+		p    Period
+		at   time.Time
+		want string
+	}{
+		{Day, date(2014, 7, 9, 23), "orders_2014-07-09"},
+		{Month, date(2014, 7, 31, 23), "orders_2014-07"},
+		{Week, date(2026, 11, 22, 12), "orders_2026-W47"}, // a Sunday ends ISO week 47
+		{Week, date(2026, 11, 23, 0), "orders_2026-W48"},
+		{Week, date(2027, 1, 1, 0), "orders_2026-W53"}, // ISO year differs from calendar year
+		{Week, date(2024, 12, 30, 0), "orders_2025-W01"},
+	} {
+		r := Router{Prefix: "orders", Period: tc.p}
+		if got := r.Table(tc.at); got != tc.want {
+			t.Errorf("%v Table(%v) = %q, want %q", tc.p, tc.at, got, tc.want)
+		}
+	}
+}
+
+// TestParseInvertsTable checks, for random instants, that the period
+// Parse returns holds the instant and that its name is the same.
+func TestParseInvertsTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		berlin = time.FixedZone("CET", 3600)
+	}
+	for _, loc := range []*time.Location{nil, berlin} {
+		for _, p := range []Period{Day, Week, Month} {
+			r := Router{Prefix: "ev", Period: p, Location: loc}
+			for range 2000 {
+				at := time.Unix(rng.Int64N(4e9), 0)
+				name := r.Table(at)
+				start, err := r.Parse(name)
+				if err != nil {
+					t.Fatalf("%v Parse(%q): %v", p, name, err)
+				}
+				if at.Before(start) || !at.Before(r.Next(start)) {
+					t.Fatalf("%v %v: period [%v, %v) does not hold it", p, at, start, r.Next(start))
+				}
+				if got := r.Table(start); got != name {
+					t.Fatalf("%v Table(Parse(%q)) = %q", p, name, got)
+				}
+			}
+		}
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	r := Router{Prefix: "orders", Period: Day}
+	for _, name := range []string{"", "orders", "orders_", "other_2014-07-09", "orders_2014-7-9", "orders_2014-07-32", "orders_2014-07-09x"} {
+		if _, err := r.Parse(name); !errors.Is(err, ErrBadName) {
+			t.Errorf("Parse(%q): got %v, want ErrBadName", name, err)
+		}
+	}
+	w := Router{Prefix: "orders", Period: Week}
+	for _, name := range []string{"orders_2026-W00", "orders_2026-W54", "orders_2025-W53", "orders_2026-W7"} {
+		if _, err := w.Parse(name); !errors.Is(err, ErrBadName) {
+			t.Errorf("week Parse(%q): got %v, want ErrBadName", name, err)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"orders_2014-07-09", "orders_2026-W53", "orders_2014-07", "orders_9999-W99"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		for _, p := range []Period{Day, Week, Month} {
+			r := Router{Prefix: "orders", Period: p}
+			start, err := r.Parse(name)
+			if err != nil {
+				continue
+			}
+			if got := r.Table(start); got != name {
+				t.Fatalf("%v: Parse(%q) accepted, but Table gives %q", p, name, got)
+			}
+		}
+	})
+}
+
+func TestTablesSpan(t *testing.T) {
+	r := Router{Prefix: "m", Period: Month}
+	got := slices.Collect(r.Tables(date(2025, 11, 30, 0), date(2026, 2, 1, 0)))
+	want := []string{"m_2025-11", "m_2025-12", "m_2026-01", "m_2026-02"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Tables (-want +got):\n%s", diff)
+	}
+	if got := slices.Collect(r.Tables(date(2026, 2, 1, 0), date(2025, 1, 1, 0))); len(got) != 0 {
+		t.Errorf("reversed span: got %v, want none", got)
+	}
+}
+
+func TestEnsureAndRetain(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		c := s.Client()
+		in, err := ddbtest.TableInput("pk:S", "sk:S")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.BillingMode = types.BillingModePayPerRequest
+		m := &Tables{Router: Router{Prefix: ddbtest.TableName(), Period: Day}, Client: c, Template: *in}
+		now := date(2026, 11, 22, 10)
+		t.Cleanup(func() { m.Retain(context.Background(), now.AddDate(1, 0, 0)) })
+
+		created, err := m.Ensure(ctx, now.AddDate(0, 0, -3), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Collect(m.Router.Tables(now.AddDate(0, 0, -3), now))
+		if diff := cmp.Diff(want, created); diff != "" {
+			t.Fatalf("created (-want +got):\n%s", diff)
+		}
+		again, err := m.Ensure(ctx, now, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{m.Router.Table(now.AddDate(0, 0, 1))}, again); diff != "" {
+			t.Fatalf("second Ensure created (-want +got):\n%s", diff)
+		}
+		// A table of another prefix must survive retention.
+		other := s.Table(t, "pk:S")
+
+		deleted, err := m.Retain(ctx, now.Add(-time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantDeleted := slices.Collect(m.Router.Tables(now.AddDate(0, 0, -3), now.AddDate(0, 0, -1)))
+		if diff := cmp.Diff(wantDeleted, deleted); diff != "" {
+			t.Fatalf("deleted (-want +got):\n%s", diff)
+		}
+		var left []string
+		for name, err := range m.List(ctx) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			left = append(left, name)
+		}
+		wantLeft := []string{m.Router.Table(now), m.Router.Table(now.AddDate(0, 0, 1))}
+		if diff := cmp.Diff(wantLeft, left); diff != "" {
+			t.Errorf("left (-want +got):\n%s", diff)
+		}
+		if _, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(other)}); err != nil {
+			t.Errorf("unrelated table %s: %v", other, err)
+		}
+	})
+}
