@@ -153,6 +153,13 @@ func TestEnsureAndRetain(t *testing.T) {
 		if diff := cmp.Diff(wantDeleted, deleted); diff != "" {
 			t.Fatalf("deleted (-want +got):\n%s", diff)
 		}
+		// Real DynamoDB, like dynalite, lists a table while it is deleting.
+		w := dynamodb.NewTableNotExistsWaiter(c, func(o *dynamodb.TableNotExistsWaiterOptions) { o.MinDelay = 20 * time.Millisecond })
+		for _, name := range deleted {
+			if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var left []string
 		for name, err := range m.List(ctx) {
 			if err != nil {
