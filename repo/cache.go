@@ -1,0 +1,149 @@
+package repo
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/sync/singleflight"
+)
+
+// CacheStats counts what the read-through cache did.
+type CacheStats struct {
+	Hits, Misses, Evictions int64
+	Entries                 int
+	Bytes                   int64
+}
+
+// cache is a read-through LRU for point reads, bounded by entries and
+// bytes, with a TTL. Concurrent misses on one key share one load.
+//
+// A load that overlaps a write to any key is not stored: the value it read
+// may predate the write. That costs a refill under heavy writes and never
+// serves a value older than the last write through the same repository.
+type cache[V any] struct {
+	ttl      time.Duration
+	maxBytes int64
+	now      func() time.Time
+
+	mu    sync.Mutex
+	lru   *simplelru.LRU[string, cacheEntry[V]]
+	bytes int64
+	epoch uint64 // bumped by every invalidation
+	quiet bool   // set while invalidating: a removal, not an eviction
+
+	group                   singleflight.Group
+	hits, misses, evictions atomic.Int64
+}
+
+type cacheEntry[V any] struct {
+	v       V
+	size    int64
+	expires time.Time
+}
+
+func newCache[V any](entries int, maxBytes int64, ttl time.Duration) *cache[V] {
+	c := &cache[V]{ttl: ttl, maxBytes: maxBytes, now: time.Now}
+	// NewLRU fails only for size <= 0, which the caller rules out.
+	c.lru, _ = simplelru.NewLRU(entries, func(_ string, e cacheEntry[V]) {
+		c.bytes -= e.size
+		if !c.quiet {
+			c.evictions.Add(1)
+		}
+	})
+	return c
+}
+
+// get returns the cached value for key or loads it. load's size is the
+// value's weight against the byte bound. Errors are not cached.
+func (c *cache[V]) get(ctx context.Context, key string, load func(context.Context) (V, int64, error)) (V, error) {
+	c.mu.Lock()
+	if e, ok := c.lru.Get(key); ok {
+		if c.now().Before(e.expires) {
+			c.mu.Unlock()
+			c.hits.Add(1)
+			return e.v, nil
+		}
+		c.lru.Remove(key) // expired: counts as an eviction
+	}
+	epoch := c.epoch
+	c.mu.Unlock()
+	c.misses.Add(1)
+
+	// The shared load must not die with the first caller's ctx while others
+	// wait on it; each caller still returns when its own ctx ends.
+	ch := c.group.DoChan(key, func() (any, error) {
+		// A load that finished just before this one began has stored the
+		// value already; don't read it twice.
+		if v, ok := c.fresh(key, epoch); ok {
+			return v, nil
+		}
+		v, size, err := load(context.WithoutCancel(ctx))
+		if err != nil {
+			return v, err
+		}
+		c.put(key, v, size, epoch)
+		return v, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			var zero V
+			return zero, r.Err
+		}
+		return r.Val.(V), nil
+	case <-ctx.Done():
+		var zero V
+		return zero, ctx.Err()
+	}
+}
+
+func (c *cache[V]) fresh(key string, epoch uint64) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.lru.Peek(key); ok && c.epoch == epoch && c.now().Before(e.expires) {
+		return e.v, true
+	}
+	var zero V
+	return zero, false
+}
+
+func (c *cache[V]) put(key string, v V, size int64, epoch uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch != epoch || size > c.maxBytes {
+		return
+	}
+	c.quiet = true
+	c.lru.Remove(key) // a refill replaces, it does not evict
+	c.quiet = false
+	c.lru.Add(key, cacheEntry[V]{v: v, size: size, expires: c.now().Add(c.ttl)})
+	c.bytes += size
+	for c.bytes > c.maxBytes {
+		c.lru.RemoveOldest()
+	}
+}
+
+// invalidate drops key and makes every load in flight skip its store.
+func (c *cache[V]) invalidate(key string) {
+	c.mu.Lock()
+	c.epoch++
+	c.quiet = true
+	c.lru.Remove(key)
+	c.quiet = false
+	c.mu.Unlock()
+	// Callers arriving after the write start a fresh load instead of joining
+	// one that may have read the old value.
+	c.group.Forget(key)
+}
+
+func (c *cache[V]) stats() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return CacheStats{
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Evictions: c.evictions.Load(),
+		Entries: c.lru.Len(), Bytes: c.bytes,
+	}
+}
