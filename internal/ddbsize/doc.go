@@ -1,0 +1,26 @@
+// Package ddbsize computes DynamoDB item sizes and checks values against the
+// service's limits before anything is sent.
+//
+// ItemSize follows the rules of the DynamoDB developer guide ("Item sizes and
+// formats"): every attribute name counts its UTF-8 bytes; S counts UTF-8
+// bytes; B counts raw bytes (not base64); BOOL and NULL count 1; L and M count
+// 3 bytes plus 1 byte per element plus the elements (and, for M, their names);
+// SS, NS and BS count the sum of their elements. A number is stored as base-100
+// digit pairs aligned on the decimal point plus one exponent byte, one more
+// byte when negative, and 1 byte for zero (see Number.Size) — the guide's
+// "1 byte per two significant digits, plus 1 byte" made exact.
+//
+// WireSize is a different measure: the bytes an item takes in the JSON body
+// the AWS SDK for Go v2 sends (binary as base64, strings escaped), used to keep
+// a BatchWriteItem request under its 16 MB limit. It is exact for the
+// serializer of aws-sdk-go-v2 service/dynamodb v1.73.
+//
+// The checks reject, before a request is made, what DynamoDB would reject
+// with a ValidationException for the whole request: numbers with more than 38
+// significant digits or outside 1E-130..9.99…E+125 in magnitude, empty or
+// duplicate set elements, NULL false, strings that are not valid UTF-8 (the
+// SDK would silently replace the bad bytes), nesting deeper than 32 levels,
+// and key values that are empty, too long, or not S, N or B.
+//
+// Every function is pure and safe for concurrent use.
+package ddbsize

@@ -1,0 +1,216 @@
+package faultproxy
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/ddbsize"
+)
+
+// Response bodies exactly as DynamoDB sends them.
+var (
+	throttleBody = []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",` +
+		`"message":"The level of configured provisioned throughput for the table was exceeded. ` +
+		`Consider increasing your provisioning level with the UpdateTable API."}`)
+	internalErrorBody = []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError",` +
+		`"message":"Internal server error"}`)
+)
+
+const jsonContentType = "application/x-amz-json-1.0"
+
+// opName strips the service prefix from an X-Amz-Target header.
+func opName(target string) string {
+	if i := strings.LastIndexByte(target, '.'); i >= 0 {
+		return target[i+1:]
+	}
+	return target
+}
+
+// decodeItem decodes a wire-format item ({"name":{"S":"v"}, ...}).
+func decodeItem(raw json.RawMessage) (map[string]types.AttributeValue, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	out := make(map[string]types.AttributeValue, len(m))
+	for k, v := range m {
+		av, err := decodeAV(v)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %q: %w", k, err)
+		}
+		out[k] = av
+	}
+	return out, nil
+}
+
+// decodeAV decodes one wire-format attribute value ({"S":"v"}).
+func decodeAV(raw json.RawMessage) (types.AttributeValue, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if len(m) != 1 {
+		return nil, fmt.Errorf("attribute value with %d members", len(m))
+	}
+	for k, v := range m {
+		switch k {
+		case "S":
+			var s string
+			err := json.Unmarshal(v, &s)
+			return &types.AttributeValueMemberS{Value: s}, err
+		case "N":
+			var s string
+			err := json.Unmarshal(v, &s)
+			return &types.AttributeValueMemberN{Value: s}, err
+		case "B":
+			var b []byte
+			err := json.Unmarshal(v, &b)
+			return &types.AttributeValueMemberB{Value: b}, err
+		case "BOOL":
+			var b bool
+			err := json.Unmarshal(v, &b)
+			return &types.AttributeValueMemberBOOL{Value: b}, err
+		case "NULL":
+			var b bool
+			err := json.Unmarshal(v, &b)
+			return &types.AttributeValueMemberNULL{Value: b}, err
+		case "SS":
+			var s []string
+			err := json.Unmarshal(v, &s)
+			return &types.AttributeValueMemberSS{Value: s}, err
+		case "NS":
+			var s []string
+			err := json.Unmarshal(v, &s)
+			return &types.AttributeValueMemberNS{Value: s}, err
+		case "BS":
+			var s [][]byte
+			err := json.Unmarshal(v, &s)
+			return &types.AttributeValueMemberBS{Value: s}, err
+		case "M":
+			item, err := decodeItem(v)
+			return &types.AttributeValueMemberM{Value: item}, err
+		case "L":
+			var raws []json.RawMessage
+			if err := json.Unmarshal(v, &raws); err != nil {
+				return nil, err
+			}
+			l := make([]types.AttributeValue, len(raws))
+			for i, r := range raws {
+				av, err := decodeAV(r)
+				if err != nil {
+					return nil, err
+				}
+				l[i] = av
+			}
+			return &types.AttributeValueMemberL{Value: l}, nil
+		default:
+			return nil, fmt.Errorf("unknown attribute type %q", k)
+		}
+	}
+	panic("unreachable")
+}
+
+// keyString renders a key attribute value the way Config.Keys and Stats name
+// partition keys: S and N as written, B in standard base64.
+func keyString(av types.AttributeValue) (string, bool) {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return v.Value, true
+	case *types.AttributeValueMemberN:
+		return v.Value, true
+	case *types.AttributeValueMemberB:
+		return base64.StdEncoding.EncodeToString(v.Value), true
+	}
+	return "", false
+}
+
+// itemSize is DynamoDB's size of item. An item ddbsize rejects counts as
+// empty (the minimum charge): the target will reject it anyway.
+func itemSize(item map[string]types.AttributeValue) int {
+	n, err := ddbsize.ItemSize(item)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// keyCondition returns the placeholder or literal the key condition expression
+// binds attribute pk to with "=", resolving #names. It is a heuristic parser:
+// it splits the expression on top-level AND words and looks for a clause
+// "name = :value" (either order), ignoring parentheses.
+func keyCondition(expr string, names map[string]string, pk string) (placeholder string, ok bool) {
+	toks := lexExpr(expr)
+	var clauses [][]string
+	start := 0
+	for i, t := range toks {
+		if strings.EqualFold(t, "and") {
+			clauses = append(clauses, toks[start:i])
+			start = i + 1
+		}
+	}
+	clauses = append(clauses, toks[start:])
+	resolve := func(t string) string {
+		if strings.HasPrefix(t, "#") {
+			if n, ok := names[t]; ok {
+				return n
+			}
+		}
+		return t
+	}
+	for _, c := range clauses {
+		for len(c) > 0 && c[0] == "(" {
+			c = c[1:]
+		}
+		for len(c) > 0 && c[len(c)-1] == ")" {
+			c = c[:len(c)-1]
+		}
+		if len(c) != 3 || c[1] != "=" {
+			continue
+		}
+		a, b := c[0], c[2]
+		if strings.HasPrefix(a, ":") {
+			a, b = b, a
+		}
+		if strings.HasPrefix(b, ":") && resolve(a) == pk {
+			return b, true
+		}
+	}
+	return "", false
+}
+
+const exprSpace = " \t\n\r\v\f"
+
+// lexExpr splits a condition expression into words, parentheses, commas and
+// comparison operators.
+func lexExpr(s string) []string {
+	var toks []string
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case strings.IndexByte(exprSpace, c) >= 0:
+			i++
+		case c == '(' || c == ')' || c == ',' || c == '=':
+			toks = append(toks, s[i:i+1])
+			i++
+		case c == '<' || c == '>':
+			j := i + 1
+			if j < len(s) && (s[j] == '=' || (c == '<' && s[j] == '>')) {
+				j++
+			}
+			toks = append(toks, s[i:j])
+			i = j
+		default:
+			j := i
+			for j < len(s) && strings.IndexByte(exprSpace+"(),=<>", s[j]) < 0 {
+				j++
+			}
+			toks = append(toks, s[i:j])
+			i = j
+		}
+	}
+	return toks
+}
