@@ -1,0 +1,103 @@
+// Command dynashard is the operator's tool for dynashard's write sharding.
+//
+// Usage:
+//
+//	dynashard analyze [-n 200] [-strategies hash,codepoint] [file|-]
+//	dynashard plan [-rcu R -wcu W -size 20GB [-new-rcu R2 -new-wcu W2]] [-writes X -item-bytes B -reads Y ...]
+//
+// analyze reads ids, one per line, from a file or standard input and shows,
+// strategy beside strategy, how evenly each spreads them over N suffixes:
+// run it on a sample of real ids before choosing a strategy.
+//
+// plan applies the DynamoDB guide's partition formulas to a provisioned
+// table, and recommends a shard count for one hot logical key.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// command is one subcommand: run gets the arguments after its name.
+type command struct {
+	summary string
+	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+// commands is the subcommand table; later subcommands (bench) add a row.
+var commands = map[string]command{
+	"analyze": {"show how evenly strategies spread a sample of ids", runAnalyze},
+	"plan":    {"partition counts for a table and a shard count for a hot key", runPlan},
+}
+
+// errUsage marks an error caused by the command line (exit status 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "dynashard: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	err := cmd.run(args[1:], stdin, stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "dynashard %s: %v\n", args[0], err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "dynashard %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: dynashard <command> [flags] [args]")
+	fmt.Fprintln(w, "commands:")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintln(w, "run 'dynashard <command> -h' for a command's flags")
+}
+
+// newFlags returns a FlagSet that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("dynashard "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses args, turning a flag error into errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}

@@ -1,0 +1,375 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoDB's limits on one request.
+const (
+	// MaxWritesPerRequest is BatchWriteItem's limit of put and delete
+	// requests, counted across tables.
+	MaxWritesPerRequest = 25
+	// MaxKeysPerRequest is BatchGetItem's limit of keys across tables.
+	MaxKeysPerRequest = 100
+	// MaxRequestBytes is the most the engine puts in one BatchWriteItem
+	// body, as ddbsize.WireSize counts it. DynamoDB's limit is 16 MB; the
+	// decimal reading is used so that neither reading is exceeded.
+	MaxRequestBytes = 16_000_000
+)
+
+// Write is one put or delete request. Exactly one of Put and Delete is set.
+type Write struct {
+	Table string
+	// Put is the whole item to store.
+	Put map[string]types.AttributeValue
+	// Delete is the primary key of the item to delete.
+	Delete map[string]types.AttributeValue
+}
+
+// Key is the primary key of one item to read.
+type Key struct {
+	Table string
+	Key   map[string]types.AttributeValue
+}
+
+// Item is an item returned by Get and the table it came from.
+type Item struct {
+	Table string
+	Item  map[string]types.AttributeValue
+}
+
+// Projection selects the attributes Get returns for a table.
+type Projection struct {
+	// Expression is a ProjectionExpression such as "pk, #d, info.rating".
+	Expression string
+	// Names are the ExpressionAttributeNames the expression uses.
+	Names map[string]string
+}
+
+// WriteAPI is the part of *dynamodb.Client that WriteAll and WriteSeq use.
+type WriteAPI interface {
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+// GetAPI is the part of *dynamodb.Client that Get uses.
+type GetAPI interface {
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+}
+
+// Options tunes one call. The zero value of every field is its documented
+// default.
+type Options struct {
+	// MaxConcurrency bounds the requests in flight or backing off at once.
+	// Zero means 8.
+	MaxConcurrency int
+
+	// MaxInFlightBytes bounds the request bytes (ddbsize.WireSize) of the
+	// requests in flight at once; a request larger than the bound is sent
+	// alone. Zero means 64 MiB.
+	MaxInFlightBytes int64
+
+	// BaseDelay and MaxDelay shape the backoff before leftovers are sent
+	// again: a random duration in [0, min(MaxDelay, BaseDelay·2^stalls)),
+	// where stalls counts consecutive rounds without progress. Zero means
+	// 25 ms and 2 s.
+	BaseDelay, MaxDelay time.Duration
+
+	// MaxStalls is how many consecutive rounds without progress (every
+	// entry of a request came back unprocessed or throttled) the call
+	// accepts before it gives up with ErrStalled. Requests sent
+	// concurrently count as one round. Zero means 10.
+	MaxStalls int
+
+	// RetryBudget caps the requests that re-send leftovers or repeat a
+	// throttled request, across the call; past it the call gives up with
+	// ErrRetryBudget. Zero means no cap (MaxStalls and ctx still bound the
+	// call); a negative value allows no retry at all.
+	RetryBudget int
+
+	// KeyAttributes maps a table name to its key attribute names, partition
+	// key first, sort key second if any. With it a Put's key is checked
+	// (present, S/N/B, non-empty, within 2048/1024 bytes) and duplicates
+	// are found by key. A table without an entry gets only what can be
+	// checked without knowing its key: a Delete or Key must hold 1 or 2
+	// attributes with valid key values (2048-byte limit), and two Puts are
+	// duplicates only if they are identical items.
+	KeyAttributes map[string][]string
+
+	// ConsistentRead asks Get for strongly consistent reads. Default false.
+	ConsistentRead bool
+
+	// Projections maps a table name to the attributes Get returns from it;
+	// a table without an entry returns whole items.
+	Projections map[string]Projection
+
+	// OnProgress, if set, is called after every response with the call's
+	// statistics so far. Calls are serialized and made while the engine
+	// waits, so it must return quickly.
+	OnProgress func(Stats)
+
+	// jitter draws a backoff in [0, d); tests replace it.
+	jitter func(d time.Duration) time.Duration
+	// maxRequestBytes is MaxRequestBytes unless a test lowers it.
+	maxRequestBytes int64
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxConcurrency <= 0 {
+		o.MaxConcurrency = 8
+	}
+	if o.MaxInFlightBytes <= 0 {
+		o.MaxInFlightBytes = 64 << 20
+	}
+	if o.BaseDelay <= 0 {
+		o.BaseDelay = 25 * time.Millisecond
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = 2 * time.Second
+	}
+	if o.MaxDelay < o.BaseDelay {
+		o.MaxDelay = o.BaseDelay
+	}
+	if o.MaxStalls <= 0 {
+		o.MaxStalls = 10
+	}
+	if o.maxRequestBytes <= 0 {
+		o.maxRequestBytes = MaxRequestBytes
+	}
+	if o.jitter == nil {
+		o.jitter = func(d time.Duration) time.Duration {
+			if d <= 0 {
+				return 0
+			}
+			return rand.N(d)
+		}
+	}
+}
+
+// Stats describes what a call did. The zero value means nothing was sent.
+type Stats struct {
+	// Done counts writes applied, or keys read (found or not).
+	Done int
+	// Requests counts BatchWriteItem/BatchGetItem calls made.
+	Requests int
+	// Attempts counts HTTP attempts, including the SDK's own retries.
+	Attempts int
+	// Retries counts requests that re-sent leftovers or repeated a
+	// throttled request; RetryBudget limits it.
+	Retries int
+	// UnprocessedRounds counts responses that left entries unprocessed,
+	// including calls that failed with a throttling error.
+	UnprocessedRounds int
+	// Throttled counts calls that failed with a throttling error after the
+	// SDK's retries.
+	Throttled int
+	// ConsumedCapacity sums the capacity units DynamoDB reported
+	// (ReturnConsumedCapacity TOTAL) over all tables.
+	ConsumedCapacity float64
+}
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrInvalidWrite reports a Write or Key that is malformed: no table,
+	// neither or both of Put and Delete, or a key with the wrong attributes.
+	ErrInvalidWrite = errors.New("batch: invalid request")
+	// ErrDuplicateKey reports two writes or keys of one call with the same
+	// primary key; DynamoDB would reject their whole request.
+	ErrDuplicateKey = errors.New("batch: duplicate key")
+	// ErrRetryBudget reports that Options.RetryBudget was spent.
+	ErrRetryBudget = errors.New("batch: retry budget exhausted")
+	// ErrStalled reports Options.MaxStalls rounds in a row without progress.
+	ErrStalled = errors.New("batch: no progress")
+)
+
+// InputError names the write or key that failed validation; Err wraps
+// ErrInvalidWrite, ErrDuplicateKey, or one of ddbsize's sentinels
+// (ErrItemTooLarge, ErrInvalidKey, ErrInvalidNumber, ErrInvalidValue).
+type InputError struct {
+	Index int    // position in the input slice or sequence
+	Table string // its table
+	Key   string // its key attributes as text, when known
+	Err   error
+}
+
+func (e *InputError) Error() string {
+	key := ""
+	if e.Key != "" {
+		key = ", key " + e.Key
+	}
+	return fmt.Sprintf("batch: input %d (table %q%s): %v", e.Index, e.Table, key, e.Err)
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
+
+// UnprocessedError is returned when a call ends before everything was done.
+// Writes (for WriteAll and WriteSeq) or Keys (for Get) hold exactly the entries
+// not done, in input order; every other entry was applied or read. Err is
+// the cause: the context's error, ErrRetryBudget, ErrStalled, an *InputError
+// met in a sequence, or the SDK error that failed a request.
+//
+// An entry whose request failed with an error is listed as not done even
+// though DynamoDB may have applied it; puts and deletes of whole items are
+// idempotent, so sending it again is safe.
+type UnprocessedError struct {
+	Writes []Write
+	Keys   []Key
+	Err    error
+}
+
+func (e *UnprocessedError) Error() string {
+	if e.Keys != nil {
+		return fmt.Sprintf("batch: %d keys not read: %v", len(e.Keys), e.Err)
+	}
+	return fmt.Sprintf("batch: %d writes not done: %v", len(e.Writes), e.Err)
+}
+
+func (e *UnprocessedError) Unwrap() error { return e.Err }
+
+// WriteAll applies writes with BatchWriteItem. It validates every write first
+// and sends nothing if one is invalid (an *InputError). It returns nil once
+// every write is applied, else an *UnprocessedError listing those that are
+// not. Safe for concurrent use; c must be too.
+func WriteAll(ctx context.Context, c WriteAPI, writes []Write, optFns ...func(*Options)) (Stats, error) {
+	opts := options(optFns)
+	return writeAll(ctx, writeSender(c, opts), writes, opts)
+}
+
+func writeAll(ctx context.Context, send sender, writes []Write, opts Options) (Stats, error) {
+	jobs := make([]*job, len(writes))
+	seen := make(map[string]int, len(writes))
+	for i, w := range writes {
+		j, err := newWriteJob(i, w, opts.KeyAttributes)
+		if err != nil {
+			return Stats{}, err
+		}
+		if first, dup := seen[j.fp]; dup {
+			return Stats{}, &InputError{Index: i, Table: w.Table, Key: j.desc,
+				Err: fmt.Errorf("%w: same key as input %d", ErrDuplicateKey, first)}
+		}
+		seen[j.fp] = i
+		jobs[i] = j
+	}
+	next := 0
+	e := newEngine(opts, send, MaxWritesPerRequest, opts.maxRequestBytes, false)
+	e.pull = func() (*job, error) {
+		if next == len(jobs) {
+			return nil, nil
+		}
+		next++
+		return jobs[next-1], nil
+	}
+	e.rest = func() []*job { return jobs[next:] }
+	left, err := e.run(ctx)
+	return e.stats, writesError(left, err)
+}
+
+// WriteSeq applies the writes of a sequence with BatchWriteItem, holding
+// only about MaxConcurrency requests' worth of them in memory. Writes are
+// validated as they are pulled; an invalid one stops the call with an
+// *UnprocessedError whose Err is the *InputError. A write with the key of
+// an earlier write that is not done yet waits for it, so writes to one key
+// are applied in sequence order.
+//
+// On failure the error lists the writes pulled but not done; the sequence
+// is not pulled further, and Stats.Done + len(Writes) is how many were
+// pulled. Safe for concurrent use; c must be too.
+func WriteSeq(ctx context.Context, c WriteAPI, writes iter.Seq[Write], optFns ...func(*Options)) (Stats, error) {
+	opts := options(optFns)
+	return writeSeq(ctx, writeSender(c, opts), writes, opts)
+}
+
+func writeSeq(ctx context.Context, send sender, writes iter.Seq[Write], opts Options) (Stats, error) {
+	next, stop := iter.Pull(writes)
+	defer stop()
+	i := 0
+	e := newEngine(opts, send, MaxWritesPerRequest, opts.maxRequestBytes, false)
+	e.ordered = true
+	e.pull = func() (*job, error) {
+		w, ok := next()
+		if !ok {
+			return nil, nil
+		}
+		i++
+		j, err := newWriteJob(i-1, w, opts.KeyAttributes)
+		if err != nil {
+			return &job{seq: i - 1, write: w}, err
+		}
+		return j, nil
+	}
+	left, err := e.run(ctx)
+	return e.stats, writesError(left, err)
+}
+
+// Get reads keys with BatchGetItem and returns the items found, in no
+// particular order. It validates every key first and sends nothing if one
+// is invalid (an *InputError). On failure it returns the items read so far
+// with an *UnprocessedError listing the keys not read. Safe for concurrent
+// use; c must be too.
+func Get(ctx context.Context, c GetAPI, keys []Key, optFns ...func(*Options)) ([]Item, Stats, error) {
+	opts := options(optFns)
+	return get(ctx, getSender(c, opts), keys, opts)
+}
+
+func get(ctx context.Context, send sender, keys []Key, opts Options) ([]Item, Stats, error) {
+	jobs := make([]*job, len(keys))
+	seen := make(map[string]int, len(keys))
+	for i, k := range keys {
+		j, err := newKeyJob(i, k, opts.KeyAttributes)
+		if err != nil {
+			return nil, Stats{}, err
+		}
+		if first, dup := seen[j.fp]; dup {
+			return nil, Stats{}, &InputError{Index: i, Table: k.Table, Key: j.desc,
+				Err: fmt.Errorf("%w: same key as input %d", ErrDuplicateKey, first)}
+		}
+		seen[j.fp] = i
+		jobs[i] = j
+	}
+	next := 0
+	e := newEngine(opts, send, MaxKeysPerRequest, 0, true)
+	e.pull = func() (*job, error) {
+		if next == len(jobs) {
+			return nil, nil
+		}
+		next++
+		return jobs[next-1], nil
+	}
+	e.rest = func() []*job { return jobs[next:] }
+	left, err := e.run(ctx)
+	if len(left) > 0 {
+		ks := make([]Key, len(left))
+		for i, j := range left {
+			ks[i] = j.key
+		}
+		return e.items, e.stats, &UnprocessedError{Keys: ks, Err: err}
+	}
+	return e.items, e.stats, nil
+}
+
+func options(optFns []func(*Options)) Options {
+	var o Options
+	for _, f := range optFns {
+		f(&o)
+	}
+	o.setDefaults()
+	return o
+}
+
+func writesError(left []*job, err error) error {
+	if len(left) == 0 {
+		return nil
+	}
+	ws := make([]Write, len(left))
+	for i, j := range left {
+		ws[i] = j.write
+	}
+	return &UnprocessedError{Writes: ws, Err: err}
+}

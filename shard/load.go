@@ -1,0 +1,208 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/dynashard/dynashard/internal/batch"
+	"github.com/dynashard/dynashard/internal/ddbsize"
+)
+
+// LoadOptions configures [Table.Load]. The zero value is the default.
+type LoadOptions struct {
+	// MaxConcurrency bounds the BatchWriteItem requests in flight. Zero
+	// means the batch engine's default.
+	MaxConcurrency int
+	// BufferItems bounds how many items Load holds to interleave keys.
+	// Zero means 10,000: enough for 400 keys' worth of 25-item requests.
+	BufferItems int
+	// BufferBytes bounds the buffered items' total size (DynamoDB's item
+	// size). Zero means 64 MiB.
+	BufferBytes int
+	// RetryBudget caps the requests that re-send unprocessed items or
+	// repeat a throttled request, across the whole load. Zero means no cap
+	// (the load still gives up after 10 rounds in a row without progress,
+	// or when ctx ends); negative allows no retry.
+	RetryBudget int
+	// OnProgress, if set, is called after every BatchWriteItem response
+	// with the running totals. Calls are serialized; it must return
+	// quickly, as the loader waits for it.
+	OnProgress func(LoadProgress)
+}
+
+// LoadProgress is a running total of a [Table.Load].
+type LoadProgress struct {
+	Written     int     // items DynamoDB applied
+	Requests    int     // BatchWriteItem calls made, retries included
+	Retries     int     // calls that re-sent unprocessed items or repeated a throttled call
+	ConsumedWCU float64 // write capacity units DynamoDB reported consuming
+}
+
+// LoadStats is the outcome of a [Table.Load].
+type LoadStats struct {
+	LoadProgress
+	// Read is the number of (base, item) pairs Load took from its input.
+	// Pairs after them were not read: Load stopped early (an error or
+	// cancelled ctx) before reaching them.
+	Read int
+}
+
+// FailedItem is an item [Table.Load] could not write.
+type FailedItem[T any] struct {
+	Base string
+	Item T
+	Err  error // why: an *ItemError (never sent), or the error that ended the load
+}
+
+// LoadError reports the items a [Table.Load] could not write. Failed holds
+// exactly those items among the ones Load read: each was either rejected
+// before sending (an *ItemError) or not acknowledged by DynamoDB when the
+// load gave up. Err is the error that stopped the load, if any (context,
+// retry budget, a non-retryable SDK error); it is nil when only invalid
+// items failed. Unwrap returns Err and every failed item's error.
+type LoadError[T any] struct {
+	Failed []FailedItem[T]
+	Err    error
+}
+
+func (e *LoadError[T]) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("shard: load: %d items not written: %v", len(e.Failed), e.Err)
+	}
+	return fmt.Sprintf("shard: load: %d items not written (first: %v)", len(e.Failed), e.Failed[0].Err)
+}
+
+func (e *LoadError[T]) Unwrap() []error {
+	errs := make([]error, 0, len(e.Failed)+1)
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	for _, f := range e.Failed {
+		errs = append(errs, f.Err)
+	}
+	return errs
+}
+
+// Errors that end a load early, matched with errors.Is on the error Load
+// returns (they are the batch engine's own sentinels).
+var (
+	// ErrRetryBudget: LoadOptions.RetryBudget was spent.
+	ErrRetryBudget = batch.ErrRetryBudget
+	// ErrStalled: 10 rounds in a row made no progress (every item came
+	// back unprocessed or throttled).
+	ErrStalled = batch.ErrStalled
+)
+
+type loadEntry struct {
+	pk    string
+	write batch.Write
+	size  int
+}
+
+// Load writes every (base, item) pair of items through BatchWriteItem, the
+// guide's "distribute write activity during data upload": it applies the
+// strategy to each item and reorders the stream so that consecutive items,
+// and so consecutive requests, come from different physical partition keys
+// round-robin, instead of one key's items at a time. It buffers at most
+// BufferItems items (BufferBytes bytes), so input of any length loads in
+// bounded memory; within one physical key the input order is kept.
+//
+// Requests run in parallel (MaxConcurrency) through the batch engine, which
+// retries UnprocessedItems and throttling with capped, jittered backoff
+// within RetryBudget. Invalid items are skipped and reported; they do not
+// stop the load. Load stops on ctx or the first error it cannot retry.
+//
+// It returns the totals and, if any item was not written, a *LoadError[T]
+// listing exactly those items. An item reported after being sent is
+// rebuilt from the attributes sent (its partition key attribute holds the
+// physical key). Writes are puts, so retrying a reported item is safe.
+// Duplicate (base, id) pairs in the input are written in input order; the
+// last one wins.
+func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns ...func(*LoadOptions)) (LoadStats, error) {
+	var o LoadOptions
+	for _, f := range optFns {
+		f(&o)
+	}
+	if o.BufferItems <= 0 {
+		o.BufferItems = 10000
+	}
+	if o.BufferBytes <= 0 {
+		o.BufferBytes = 64 << 20
+	}
+	var (
+		stats  LoadStats
+		failed []FailedItem[T]
+	)
+	entries := func(yield func(loadEntry) bool) {
+		for base, item := range items {
+			stats.Read++
+			av, _, err := t.marshal(base, item)
+			if err != nil {
+				failed = append(failed, FailedItem[T]{Base: base, Item: item, Err: err})
+				continue
+			}
+			size, _ := ddbsize.ItemSize(av) // checked by marshal
+			e := loadEntry{pk: keyString(av[t.pk]), write: batch.Write{Table: t.name, Put: av}, size: size}
+			if !yield(e) {
+				return
+			}
+		}
+	}
+	var dropped []batch.Write
+	ordered := interleave(entries, func(e loadEntry) string { return e.pk }, func(e loadEntry) int { return e.size },
+		o.BufferItems, o.BufferBytes, func(e loadEntry) { dropped = append(dropped, e.write) })
+	writes := func(yield func(batch.Write) bool) {
+		for e := range ordered {
+			if !yield(e.write) {
+				return
+			}
+		}
+	}
+	bs, err := batch.WriteSeq(ctx, t.c, writes, func(bo *batch.Options) {
+		bo.MaxConcurrency = o.MaxConcurrency
+		bo.RetryBudget = o.RetryBudget
+		bo.KeyAttributes = map[string][]string{t.name: {t.pk, t.sk}}
+		if o.OnProgress != nil {
+			bo.OnProgress = func(s batch.Stats) { o.OnProgress(progressOf(s)) }
+		}
+	})
+	stats.LoadProgress = progressOf(bs)
+	var unsent []batch.Write
+	if err != nil {
+		var ue *batch.UnprocessedError
+		if errors.As(err, &ue) {
+			unsent = ue.Writes
+			err = ue.Err
+		}
+	}
+	for _, w := range append(unsent, dropped...) {
+		failed = append(failed, t.failedWrite(w, err))
+	}
+	if err == nil && len(failed) == 0 {
+		return stats, nil
+	}
+	return stats, &LoadError[T]{Failed: failed, Err: err}
+}
+
+// failedWrite rebuilds the item of a write that was not done.
+func (t *Table[T]) failedWrite(w batch.Write, cause error) FailedItem[T] {
+	pk := keyString(w.Put[t.pk])
+	base, _, perr := t.opts.Codec.Parse(pk)
+	if perr != nil {
+		base = pk
+	}
+	item, uerr := t.unmarshal(w.Put)
+	if cause == nil {
+		cause = errors.New("shard: load: not written")
+	}
+	if uerr != nil {
+		cause = errors.Join(cause, uerr)
+	}
+	return FailedItem[T]{Base: base, Item: item, Err: cause}
+}
+
+func progressOf(s batch.Stats) LoadProgress {
+	return LoadProgress{Written: s.Done, Requests: s.Requests, Retries: s.Retries, ConsumedWCU: s.ConsumedCapacity}
+}

@@ -1,0 +1,222 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// The DynamoDB guide's per-partition limits, which partition planning and
+// [Recommend] are built on.
+const (
+	PartitionRCU   = 3000     // read capacity units per second one partition serves
+	PartitionWCU   = 1000     // write capacity units per second one partition serves
+	PartitionBytes = 10 << 30 // about 10 GB of data per partition
+)
+
+// Partition is the provisioned throughput one partition of a table gets.
+type Partition struct {
+	RCU, WCU float64
+}
+
+// Layout models a provisioned table's partitions the way the DynamoDB guide
+// explains them: throughput is divided evenly over partitions and is not
+// shared; raising it beyond what the partitions support doubles their
+// number; a partition that fills splits in two, each child with half the
+// parent's throughput; partitions never merge. It is a planning model, not a
+// promise about what DynamoDB does internally today (adaptive capacity and
+// on-demand tables behave better, but neither is to be relied on).
+//
+// The zero Layout has no partitions. Methods return a new Layout and never
+// modify the receiver, so a Layout is safe for concurrent reads.
+type Layout struct {
+	Partitions []Partition
+}
+
+// ThroughputPartitions returns the partitions needed for rcu and wcu:
+// ceil(rcu/3000 + wcu/1000), at least 1.
+func ThroughputPartitions(rcu, wcu float64) int {
+	return max(1, ceilInt(rcu/PartitionRCU+wcu/PartitionWCU))
+}
+
+// SizePartitions returns the partitions needed to hold bytes of data:
+// ceil(bytes / 10 GB), at least 1.
+func SizePartitions(bytes int64) int {
+	if bytes <= 0 {
+		return 1
+	}
+	return int((bytes-1)/PartitionBytes) + 1
+}
+
+// ceilInt rounds up, forgiving floating-point noise such as 2.0000000000000004
+// from 1000/3000 + 1000/1000 + ... so that exact multiples do not gain a
+// partition.
+func ceilInt(x float64) int {
+	r := math.Round(x)
+	if math.Abs(x-r) < 1e-9 {
+		return int(r)
+	}
+	return int(math.Ceil(x))
+}
+
+// NewLayout returns the initial layout of a table created with rcu, wcu and
+// bytes of data: max(ThroughputPartitions, SizePartitions) partitions, the
+// throughput divided evenly among them.
+func NewLayout(rcu, wcu float64, bytes int64) Layout {
+	n := max(ThroughputPartitions(rcu, wcu), SizePartitions(bytes))
+	return even(n, rcu, wcu)
+}
+
+func even(n int, rcu, wcu float64) Layout {
+	p := make([]Partition, n)
+	for i := range p {
+		p[i] = Partition{RCU: rcu / float64(n), WCU: wcu / float64(n)}
+	}
+	return Layout{Partitions: p}
+}
+
+// Len returns the number of partitions.
+func (l Layout) Len() int { return len(l.Partitions) }
+
+// Total returns the table's provisioned throughput, the sum over partitions.
+func (l Layout) Total() (rcu, wcu float64) {
+	for _, p := range l.Partitions {
+		rcu += p.RCU
+		wcu += p.WCU
+	}
+	return rcu, wcu
+}
+
+// Provision returns the layout after the table's throughput is changed to
+// rcu and wcu. If the new throughput needs more partitions than the table
+// has, the partition count doubles (repeatedly, until it is enough);
+// otherwise it stays, even when throughput is lowered, because partitions
+// never merge. The throughput is then divided evenly.
+func (l Layout) Provision(rcu, wcu float64) Layout {
+	n := max(1, len(l.Partitions))
+	for need := ThroughputPartitions(rcu, wcu); n < need; {
+		n *= 2
+	}
+	return even(n, rcu, wcu)
+}
+
+// ErrNoPartition is returned by [Layout.Split] for an index outside the
+// layout.
+var ErrNoPartition = errors.New("shard: no such partition")
+
+// Split returns the layout after partition i fills and splits: it is
+// replaced by two partitions, each with half its throughput, placed at i and
+// at the end. The table's total throughput is unchanged.
+func (l Layout) Split(i int) (Layout, error) {
+	if i < 0 || i >= len(l.Partitions) {
+		return Layout{}, fmt.Errorf("%w: %d of %d", ErrNoPartition, i, len(l.Partitions))
+	}
+	p := append([]Partition(nil), l.Partitions...)
+	half := Partition{RCU: p[i].RCU / 2, WCU: p[i].WCU / 2}
+	p[i] = half
+	p = append(p, half)
+	return Layout{Partitions: p}, nil
+}
+
+// Workload describes the traffic on one logical (hot) partition key, the
+// input to [Recommend]. The zero value is no traffic.
+type Workload struct {
+	// WritesPerSecond is the peak rate of writes to the logical key.
+	WritesPerSecond float64
+	// ItemBytes is the typical item size; each write costs ceil(ItemBytes /
+	// 1 KB) WCU. Zero means 1 KB (1 WCU per write).
+	ItemBytes int
+	// ReadsPerSecond is how often the whole logical key is read (each read
+	// is a scatter: one Query per suffix). Reads of single items by id with
+	// a calculated strategy cost one GetItem and are not counted here.
+	ReadsPerSecond float64
+	// ReadBytes is the data one whole-key read returns. Zero means the
+	// minimum: every Query is charged at least one 4 KB read unit.
+	ReadBytes int64
+	// Consistent reports whether reads are strongly consistent (1 RCU per
+	// 4 KB) rather than eventually consistent (half).
+	Consistent bool
+	// Utilization is the fraction of a partition's 1,000 WCU a physical
+	// key may be planned to use. Zero means 0.5: hashing is never perfectly
+	// even (max/mean ≈ 1.05 at best) and bursts and neighbouring keys share
+	// the partition, so planning at the limit throttles.
+	Utilization float64
+}
+
+// Recommendation is [Recommend]'s answer.
+type Recommendation struct {
+	N               int     // shard count: suffixes 1..N
+	WCUPerWrite     int     // write units one write costs
+	WCUPerKey       float64 // peak WCU/s on each physical key with an even spread
+	QueriesPerRead  int     // Queries one whole-key read issues (= N)
+	RCUPerRead      float64 // minimum read units one whole-key read consumes
+	QueriesPerSec   float64 // Queries/s the read rate implies
+	RCUPerSec       float64 // minimum RCU/s the read rate implies
+	ReadRCUPerKey   float64 // RCU/s each physical key serves for reads
+	Explanation     string  // the reasoning, in one or two plain sentences
+	WithinReadLimit bool    // ReadRCUPerKey stays under 3,000 RCU per partition
+}
+
+// ErrWorkload is returned (wrapped) by [Recommend] for a workload it cannot
+// plan: negative or non-finite figures, or one needing more than MaxN
+// shards.
+var ErrWorkload = errors.New("shard: cannot plan workload")
+
+// Recommend returns the smallest shard count N that keeps each physical key
+// of one logical key under Utilization × 1,000 WCU at the peak write rate,
+// and the read fan-out cost that N implies: every read of the whole logical
+// key becomes N Queries, each charged at least one read unit (half when
+// eventually consistent). Sharding trades write headroom for read cost, so
+// the smallest sufficient N is the recommendation.
+func Recommend(w Workload) (Recommendation, error) {
+	for _, f := range []float64{w.WritesPerSecond, w.ReadsPerSecond, float64(w.ItemBytes), float64(w.ReadBytes), w.Utilization} {
+		if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return Recommendation{}, fmt.Errorf("%w: %+v: negative or non-finite figure", ErrWorkload, w)
+		}
+	}
+	util := w.Utilization
+	if util == 0 {
+		util = 0.5
+	}
+	if util > 1 {
+		return Recommendation{}, fmt.Errorf("%w: utilization %v > 1", ErrWorkload, util)
+	}
+	item := w.ItemBytes
+	if item == 0 {
+		item = 1024
+	}
+	r := Recommendation{WCUPerWrite: (item + 1023) / 1024}
+	wcu := w.WritesPerSecond * float64(r.WCUPerWrite)
+	n := max(1, ceilInt(wcu/(util*PartitionWCU)))
+	if n > MaxN {
+		return Recommendation{}, fmt.Errorf("%w: %.0f WCU/s needs %d shards, more than MaxN = %d", ErrWorkload, wcu, n, MaxN)
+	}
+	r.N = n
+	r.WCUPerKey = wcu / float64(n)
+
+	unit := 0.5
+	if w.Consistent {
+		unit = 1
+	}
+	// Each Query is charged per 4 KB of what it returns, rounded up, and at
+	// least one unit: with N shards a read returns ReadBytes/N per shard.
+	perShard := float64(w.ReadBytes) / float64(n)
+	units := max(1, math.Ceil(perShard/4096))
+	r.QueriesPerRead = n
+	r.RCUPerRead = float64(n) * units * unit
+	r.QueriesPerSec = w.ReadsPerSecond * float64(n)
+	r.RCUPerSec = w.ReadsPerSecond * r.RCUPerRead
+	r.ReadRCUPerKey = w.ReadsPerSecond * units * unit
+	r.WithinReadLimit = r.ReadRCUPerKey <= PartitionRCU
+
+	if n == 1 {
+		r.Explanation = fmt.Sprintf("%.0f WCU/s fits in one key at %.0f%% of the 1,000 WCU partition limit: no sharding needed.", wcu, 100*util)
+	} else {
+		r.Explanation = fmt.Sprintf("%.0f WCU/s over %d keys is %.0f WCU/s each, within %.0f%% of the 1,000 WCU partition limit; every whole-key read becomes %d Queries costing at least %.1f RCU.",
+			wcu, n, r.WCUPerKey, 100*util, n, r.RCUPerRead)
+	}
+	if !r.WithinReadLimit {
+		r.Explanation += fmt.Sprintf(" Reads need %.0f RCU/s per key, over the 3,000 RCU partition limit: cache or shard reads differently.", r.ReadRCUPerKey)
+	}
+	return r, nil
+}

@@ -1,0 +1,211 @@
+package shard
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func parts(spec ...float64) []Partition {
+	var p []Partition
+	for i := 0; i < len(spec); i += 3 {
+		for range int(spec[i]) {
+			p = append(p, Partition{RCU: spec[i+1], WCU: spec[i+2]})
+		}
+	}
+	return p
+}
+
+var approx = cmpopts.EquateApprox(0, 1e-9)
+
+// The worked examples of DESIGN.md / the DynamoDB guide.
+func TestLayoutWorkedExamples(t *testing.T) {
+	const gb = 1 << 30
+	t.Run("1000 RCU 500 WCU is one partition", func(t *testing.T) {
+		got := NewLayout(1000, 500, 0)
+		if diff := cmp.Diff(parts(1, 1000, 500), got.Partitions, approx); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("1000 RCU 1000 WCU is two of 500/500", func(t *testing.T) {
+		if got := ThroughputPartitions(1000, 1000); got != 2 {
+			t.Errorf("ThroughputPartitions = %d, want 2", got)
+		}
+		got := NewLayout(1000, 1000, 0)
+		if diff := cmp.Diff(parts(2, 500, 500), got.Partitions, approx); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	four := NewLayout(5000, 2000, 0)
+	t.Run("5000 RCU 2000 WCU is four of 1250/500", func(t *testing.T) {
+		if diff := cmp.Diff(parts(4, 1250, 500), four.Partitions, approx); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("raising to 8000 RCU doubles to eight of 1000/250", func(t *testing.T) {
+		got := four.Provision(8000, 2000)
+		if diff := cmp.Diff(parts(8, 1000, 250), got.Partitions, approx); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a split of one of four gives three 1250/500 and two 625/250", func(t *testing.T) {
+		got, err := four.Split(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := parts(1, 1250, 500, 1, 625, 250, 2, 1250, 500, 1, 625, 250)
+		if diff := cmp.Diff(want, got.Partitions, approx); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		r, w := got.Total()
+		if r != 5000 || w != 2000 {
+			t.Errorf("total after split = %v/%v, want 5000/2000", r, w)
+		}
+		if diff := cmp.Diff(parts(4, 1250, 500), four.Partitions, approx); diff != "" {
+			t.Errorf("Split modified its receiver (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("20 GB bulk load at 11000 WCU then 200 WCU", func(t *testing.T) {
+		if got := SizePartitions(20 * gb); got != 2 {
+			t.Errorf("SizePartitions(20 GB) = %d, want 2", got)
+		}
+		load := NewLayout(0, 11000, 20*gb)
+		if load.Len() != 11 {
+			t.Fatalf("bulk-load layout has %d partitions, want 11", load.Len())
+		}
+		after := load.Provision(0, 200)
+		if after.Len() != 11 {
+			t.Errorf("after lowering: %d partitions, want 11 (never merged)", after.Len())
+		}
+		for _, p := range after.Partitions {
+			if math.Abs(p.WCU-200.0/11) > 1e-9 || math.Round(p.WCU) != 18 {
+				t.Errorf("per-partition WCU %v, want 200/11 ≈ 18", p.WCU)
+			}
+		}
+	})
+}
+
+func TestPartitionFormulas(t *testing.T) {
+	tests := []struct {
+		rcu, wcu float64
+		bytes    int64
+		tp, sp   int
+	}{
+		{0, 0, 0, 1, 1},
+		{3000, 0, 0, 1, 1},
+		{3001, 0, 0, 2, 1},
+		{0, 1000, 0, 1, 1},
+		{0, 1000.5, 0, 2, 1},
+		{1500, 500, 0, 1, 1},           // 0.5 + 0.5 exactly
+		{1000, 1000 * 2. / 3, 0, 1, 1}, // 1/3 + 2/3 in floating point
+		{0, 0, PartitionBytes, 1, 1},
+		{0, 0, PartitionBytes + 1, 1, 2},
+		{0, 0, 55 << 30, 1, 6},
+	}
+	for _, tt := range tests {
+		if got := ThroughputPartitions(tt.rcu, tt.wcu); got != tt.tp {
+			t.Errorf("ThroughputPartitions(%v, %v) = %d, want %d", tt.rcu, tt.wcu, got, tt.tp)
+		}
+		if got := SizePartitions(tt.bytes); got != tt.sp {
+			t.Errorf("SizePartitions(%d) = %d, want %d", tt.bytes, got, tt.sp)
+		}
+		if got := NewLayout(tt.rcu, tt.wcu, tt.bytes).Len(); got != max(tt.tp, tt.sp) {
+			t.Errorf("NewLayout(%v, %v, %d).Len() = %d, want %d", tt.rcu, tt.wcu, tt.bytes, got, max(tt.tp, tt.sp))
+		}
+	}
+}
+
+func TestProvision(t *testing.T) {
+	one := NewLayout(100, 100, 0)
+	// From 1 partition to a need of 5: 1 → 2 → 4 → 8.
+	if got := one.Provision(0, 4500).Len(); got != 8 {
+		t.Errorf("Provision to 4500 WCU: %d partitions, want 8", got)
+	}
+	// Enough partitions already: no change in count.
+	if got := NewLayout(0, 4000, 0).Provision(0, 3000).Len(); got != 4 {
+		t.Errorf("lowering: %d partitions, want 4", got)
+	}
+	var zero Layout
+	if got := zero.Provision(10, 10).Len(); got != 1 {
+		t.Errorf("zero Layout provisioned: %d partitions, want 1", got)
+	}
+	if _, err := one.Split(1); !errors.Is(err, ErrNoPartition) {
+		t.Errorf("Split(1) of one partition: %v, want ErrNoPartition", err)
+	}
+	if _, err := one.Split(-1); !errors.Is(err, ErrNoPartition) {
+		t.Errorf("Split(-1): %v, want ErrNoPartition", err)
+	}
+}
+
+func TestRecommend(t *testing.T) {
+	tests := []struct {
+		name string
+		w    Workload
+	}{
+		{"idle", Workload{}},
+		{"small", Workload{WritesPerSecond: 300}},
+		{"guide-sized", Workload{WritesPerSecond: 50000, ItemBytes: 700, ReadsPerSecond: 2}},
+		{"big items", Workload{WritesPerSecond: 2000, ItemBytes: 3000, ReadsPerSecond: 1, ReadBytes: 64 << 20, Consistent: true}},
+		{"tight", Workload{WritesPerSecond: 4000, Utilization: 1}},
+		{"exact multiple", Workload{WritesPerSecond: 1500, ItemBytes: 1024}},
+		{"read heavy", Workload{WritesPerSecond: 100, ReadsPerSecond: 10000, ReadBytes: 40 << 20}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Recommend(tt.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Reference model, stated independently of the implementation:
+			// the smallest N with each key's WCU within the utilisation.
+			util := tt.w.Utilization
+			if util == 0 {
+				util = 0.5
+			}
+			item := tt.w.ItemBytes
+			if item == 0 {
+				item = 1024
+			}
+			wcuPer := math.Ceil(float64(item) / 1024)
+			wcu := tt.w.WritesPerSecond * wcuPer
+			n := 1
+			for wcu/float64(n) > util*1000 {
+				n++
+			}
+			if got.N != n || float64(got.WCUPerWrite) != wcuPer {
+				t.Errorf("N = %d, WCU/write = %d; want %d, %v", got.N, got.WCUPerWrite, n, wcuPer)
+			}
+			if got.WCUPerKey > util*1000 {
+				t.Errorf("WCUPerKey %v over %v", got.WCUPerKey, util*1000)
+			}
+			unit := 0.5
+			if tt.w.Consistent {
+				unit = 1
+			}
+			perQuery := math.Max(1, math.Ceil(float64(tt.w.ReadBytes)/float64(n)/4096)) * unit
+			if got.QueriesPerRead != n || math.Abs(got.RCUPerRead-float64(n)*perQuery) > 1e-9 {
+				t.Errorf("fan-out %d queries %v RCU; want %d, %v", got.QueriesPerRead, got.RCUPerRead, n, float64(n)*perQuery)
+			}
+			if got.WithinReadLimit != (tt.w.ReadsPerSecond*perQuery <= 3000) {
+				t.Errorf("WithinReadLimit = %v with %v RCU/s per key", got.WithinReadLimit, got.ReadRCUPerKey)
+			}
+			if got.Explanation == "" {
+				t.Error("empty explanation")
+			}
+		})
+	}
+	for _, w := range []Workload{
+		{WritesPerSecond: -1},
+		{WritesPerSecond: math.NaN()},
+		{WritesPerSecond: math.Inf(1)},
+		{WritesPerSecond: 1, Utilization: 1.5},
+		{WritesPerSecond: 1e9},
+	} {
+		if _, err := Recommend(w); !errors.Is(err, ErrWorkload) {
+			t.Errorf("Recommend(%+v) = %v, want ErrWorkload", w, err)
+		}
+	}
+}
