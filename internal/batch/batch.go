@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -73,7 +74,9 @@ type Options struct {
 
 	// MaxInFlightBytes bounds the request bytes (ddbsize.WireSize) of the
 	// requests in flight at once; a request larger than the bound is sent
-	// alone. Zero means 64 MiB.
+	// alone. Get requests are weighed by their keys only: their responses
+	// are bounded by DynamoDB (16 MB each) and by MaxConcurrency. Zero means
+	// 64 MiB.
 	MaxInFlightBytes int64
 
 	// BaseDelay and MaxDelay shape the backoff before leftovers are sent
@@ -204,7 +207,7 @@ func (e *InputError) Error() string {
 	if e.Key != "" {
 		key = ", key " + e.Key
 	}
-	return fmt.Sprintf("batch: input %d (table %q%s): %v", e.Index, e.Table, key, e.Err)
+	return fmt.Sprintf("%v (input %d, table %q%s)", e.Err, e.Index, e.Table, key)
 }
 
 func (e *InputError) Unwrap() error { return e.Err }
@@ -225,10 +228,11 @@ type UnprocessedError struct {
 }
 
 func (e *UnprocessedError) Error() string {
+	cause := strings.TrimPrefix(fmt.Sprint(e.Err), "batch: ")
 	if e.Keys != nil {
-		return fmt.Sprintf("batch: %d keys not read: %v", len(e.Keys), e.Err)
+		return fmt.Sprintf("batch: %d keys not read: %s", len(e.Keys), cause)
 	}
-	return fmt.Sprintf("batch: %d writes not done: %v", len(e.Writes), e.Err)
+	return fmt.Sprintf("batch: %d writes not done: %s", len(e.Writes), cause)
 }
 
 func (e *UnprocessedError) Unwrap() error { return e.Err }
@@ -243,6 +247,9 @@ func WriteAll(ctx context.Context, c WriteAPI, writes []Write, optFns ...func(*O
 }
 
 func writeAll(ctx context.Context, send sender, writes []Write, opts Options) (Stats, error) {
+	if len(writes) == 0 {
+		return Stats{}, nil
+	}
 	jobs := make([]*job, len(writes))
 	seen := make(map[string]int, len(writes))
 	for i, w := range writes {
@@ -251,8 +258,7 @@ func writeAll(ctx context.Context, send sender, writes []Write, opts Options) (S
 			return Stats{}, err
 		}
 		if first, dup := seen[j.fp]; dup {
-			return Stats{}, &InputError{Index: i, Table: w.Table, Key: j.desc,
-				Err: fmt.Errorf("%w: same key as input %d", ErrDuplicateKey, first)}
+			return Stats{}, j.inputError(fmt.Errorf("%w: same key as input %d", ErrDuplicateKey, first))
 		}
 		seen[j.fp] = i
 		jobs[i] = j
@@ -280,7 +286,9 @@ func writeAll(ctx context.Context, send sender, writes []Write, opts Options) (S
 //
 // On failure the error lists the writes pulled but not done; the sequence
 // is not pulled further, and Stats.Done + len(Writes) is how many were
-// pulled. Safe for concurrent use; c must be too.
+// pulled. The sequence is pulled by one goroutine at a time, while the
+// engine waits; ctx cannot interrupt a sequence that blocks. Safe for
+// concurrent use; c must be too.
 func WriteSeq(ctx context.Context, c WriteAPI, writes iter.Seq[Write], optFns ...func(*Options)) (Stats, error) {
 	opts := options(optFns)
 	return writeSeq(ctx, writeSender(c, opts), writes, opts)
@@ -319,6 +327,9 @@ func Get(ctx context.Context, c GetAPI, keys []Key, optFns ...func(*Options)) ([
 }
 
 func get(ctx context.Context, send sender, keys []Key, opts Options) ([]Item, Stats, error) {
+	if len(keys) == 0 {
+		return nil, Stats{}, nil
+	}
 	jobs := make([]*job, len(keys))
 	seen := make(map[string]int, len(keys))
 	for i, k := range keys {
@@ -327,8 +338,7 @@ func get(ctx context.Context, send sender, keys []Key, opts Options) ([]Item, St
 			return nil, Stats{}, err
 		}
 		if first, dup := seen[j.fp]; dup {
-			return nil, Stats{}, &InputError{Index: i, Table: k.Table, Key: j.desc,
-				Err: fmt.Errorf("%w: same key as input %d", ErrDuplicateKey, first)}
+			return nil, Stats{}, j.inputError(fmt.Errorf("%w: same key as input %d", ErrDuplicateKey, first))
 		}
 		seen[j.fp] = i
 		jobs[i] = j

@@ -358,6 +358,7 @@ func (e *engine) failLocked(err error) {
 	e.stopping = true
 	e.cause = err
 	close(e.stopCh)
+	e.cond.Broadcast()
 }
 
 // backoff is min(max, base·2^stalls).

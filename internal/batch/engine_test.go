@@ -343,7 +343,9 @@ func TestGiveUp(t *testing.T) {
 		code    string // the API error the cause wraps, if any
 	}{
 		{"stalled", func(o *Options) { o.MaxStalls = 3 },
-			func(int, []*job) outcome { return outcome{left: nil, err: &smithy.GenericAPIError{Code: "ThrottlingException"}} },
+			func(int, []*job) outcome {
+				return outcome{left: nil, err: &smithy.GenericAPIError{Code: "ThrottlingException"}}
+			},
 			ErrStalled, ""},
 		{"stalled by leftovers", func(o *Options) { o.MaxStalls = 2 },
 			func(_ int, b []*job) outcome { return outcome{left: b} },
@@ -582,7 +584,7 @@ func TestWriteSeqOrdersSameKey(t *testing.T) {
 		seen := map[string]bool{}
 		for _, j := range b {
 			if seen[j.fp] {
-				t.Fatalf("one request holds key %s twice", j.desc)
+				t.Fatalf("one request holds key %s twice", j.describe())
 			}
 			seen[j.fp] = true
 		}

@@ -6,8 +6,10 @@ package batch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,48 +36,73 @@ import (
 
 func TestMain(m *testing.M) { ddbtest.Main(m) }
 
-// sent is one operation call as the SDK serialized it.
+// sent is one HTTP attempt as it went on the wire.
 type sent struct {
-	op      string
-	entries int   // writes or keys in the request
-	body    int64 // request body bytes
+	op         string
+	entries    int   // writes or keys in the request
+	body       int64 // request body bytes
+	tables     int   // tables in the request
+	consistent int   // tables read with ConsistentRead
+	capacity   bool  // asked for ReturnConsumedCapacity TOTAL
 }
 
-// recorder is an SDK middleware that records every call: it counts, it
-// does not change anything.
+// recorder is an SDK middleware that records the body of every attempt: it
+// reads and rewinds the serialized request, it changes nothing.
 type recorder struct {
 	mu    sync.Mutex
 	calls []sent
 }
 
 func (r *recorder) option(o *dynamodb.Options) {
-	mw := middleware.SerializeMiddlewareFunc("test/recorder", func(ctx context.Context, in middleware.SerializeInput, next middleware.SerializeHandler) (middleware.SerializeOutput, middleware.Metadata, error) {
-		out, md, err := next.HandleSerialize(ctx, in)
-		c := sent{}
-		switch p := in.Parameters.(type) {
-		case *dynamodb.BatchWriteItemInput:
-			c.op = "BatchWriteItem"
-			for _, wrs := range p.RequestItems {
-				c.entries += len(wrs)
-			}
-		case *dynamodb.BatchGetItemInput:
-			c.op = "BatchGetItem"
-			for _, ka := range p.RequestItems {
-				c.entries += len(ka.Keys)
-			}
-		default:
-			return out, md, err
+	mw := middleware.FinalizeMiddlewareFunc("test/recorder", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		req, ok := in.Request.(*smithyhttp.Request)
+		if !ok {
+			return next.HandleFinalize(ctx, in)
 		}
-		if req, ok := in.Request.(*smithyhttp.Request); ok {
-			c.body, _, _ = req.StreamLength()
+		c := sent{op: strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")}
+		if c.op == "BatchWriteItem" || c.op == "BatchGetItem" {
+			body, err := io.ReadAll(req.GetStream())
+			if err != nil {
+				return middleware.FinalizeOutput{}, middleware.Metadata{}, err
+			}
+			if err := req.RewindStream(); err != nil {
+				return middleware.FinalizeOutput{}, middleware.Metadata{}, err
+			}
+			c.body = int64(len(body))
+			var parsed struct {
+				RequestItems           map[string]json.RawMessage
+				ReturnConsumedCapacity string
+			}
+			if err := json.Unmarshal(body, &parsed); err != nil {
+				return middleware.FinalizeOutput{}, middleware.Metadata{}, err
+			}
+			c.capacity = parsed.ReturnConsumedCapacity == "TOTAL"
+			c.tables = len(parsed.RequestItems)
+			for _, raw := range parsed.RequestItems {
+				if c.op == "BatchWriteItem" {
+					var wrs []json.RawMessage
+					_ = json.Unmarshal(raw, &wrs)
+					c.entries += len(wrs)
+				} else {
+					var ka struct {
+						Keys           []json.RawMessage
+						ConsistentRead bool
+					}
+					_ = json.Unmarshal(raw, &ka)
+					c.entries += len(ka.Keys)
+					if ka.ConsistentRead {
+						c.consistent++
+					}
+				}
+			}
+			r.mu.Lock()
+			r.calls = append(r.calls, c)
+			r.mu.Unlock()
 		}
-		r.mu.Lock()
-		r.calls = append(r.calls, c)
-		r.mu.Unlock()
-		return out, md, err
+		return next.HandleFinalize(ctx, in)
 	})
 	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-		return s.Serialize.Add(mw, middleware.After)
+		return s.Finalize.Add(mw, middleware.After)
 	})
 }
 
@@ -186,6 +213,9 @@ func TestServerSplit(t *testing.T) {
 			if call.entries > MaxWritesPerRequest {
 				t.Errorf("request of %d writes, limit %d", call.entries, MaxWritesPerRequest)
 			}
+			if !call.capacity {
+				t.Errorf("request %+v: want ReturnConsumedCapacity TOTAL", call)
+			}
 			total += call.entries
 		}
 		if total != 26 || st.Done != 26 || st.Attempts < st.Requests {
@@ -213,6 +243,9 @@ func TestServerSplit(t *testing.T) {
 		for _, call := range gets {
 			if call.entries > MaxKeysPerRequest {
 				t.Errorf("request of %d keys, limit %d", call.entries, MaxKeysPerRequest)
+			}
+			if call.consistent != call.tables || !call.capacity {
+				t.Errorf("request %+v: want ConsistentRead on every table and ReturnConsumedCapacity TOTAL", call)
 			}
 		}
 		got := map[string]map[string]item{ta: {}, tb: {}}
@@ -289,7 +322,7 @@ func TestServerSplitsOver16MB(t *testing.T) {
 		pad := strings.Repeat("\x01", 400_000)
 		var writes []Write
 		wire := 0
-		for i := range 10 {
+		for i := range 7 {
 			it := pkItem(fmt.Sprint("big", i), "pad", s(pad))
 			writes = append(writes, Write{Table: table, Put: it})
 			wire += ddbsize.WireSize(it)
@@ -303,6 +336,9 @@ func TestServerSplitsOver16MB(t *testing.T) {
 		calls := rec.of("BatchWriteItem")
 		var bodies int64
 		for _, call := range calls {
+			if call.body < int64(ddbsize.WireSize(writes[0].Put)) {
+				t.Fatalf("recorded body of %d bytes: smaller than one item", call.body)
+			}
 			if call.body > MaxRequestBytes || call.body > 16<<20 {
 				t.Errorf("request body of %d bytes, limit %d", call.body, MaxRequestBytes)
 			}
@@ -311,6 +347,7 @@ func TestServerSplitsOver16MB(t *testing.T) {
 		if minCalls := int((bodies + MaxRequestBytes - 1) / MaxRequestBytes); len(calls) < minCalls || len(calls) < 2 {
 			t.Errorf("BatchWriteItem calls: got %d for %d body bytes", len(calls), bodies)
 		}
+		t.Logf("%d writes, %d wire bytes by WireSize, sent as %+v", len(writes), wire, calls)
 		got := scan(t, srv, table)
 		if len(got) != len(writes) {
 			t.Fatalf("items stored: got %d, want %d", len(got), len(writes))

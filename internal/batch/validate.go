@@ -10,11 +10,11 @@ import (
 
 // job is one write or key on its way through the engine.
 type job struct {
-	seq   int    // position in the input
+	seq   int // position in the input
 	table string
-	fp    string // fingerprint: the key when known, else the whole Put item
-	desc  string // the key as text, for errors
-	wire  int64  // bytes it adds to a request body
+	fp    string   // fingerprint: the key when known, else the whole Put item
+	names []string // the table's key attributes, nil if unknown
+	wire  int64    // bytes it adds to a request body
 	write Write
 	key   Key
 }
@@ -32,11 +32,26 @@ const (
 	requestOverhead = 64
 )
 
+// describe renders the entry's key for error messages.
+func (j *job) describe() string {
+	switch {
+	case j.key.Key != nil:
+		return describeKey(j.key.Key, j.names)
+	case len(j.write.Delete) > 0:
+		return describeKey(j.write.Delete, j.names)
+	case j.names != nil && len(j.write.Put) > 0:
+		return describeKey(j.write.Put, j.names)
+	}
+	return ""
+}
+
+func (j *job) inputError(err error) *InputError {
+	return &InputError{Index: j.seq, Table: j.table, Key: j.describe(), Err: err}
+}
+
 func newWriteJob(i int, w Write, keyAttrs map[string][]string) (*job, error) {
 	j := &job{seq: i, table: w.Table, write: w}
-	fail := func(err error) (*job, error) {
-		return nil, &InputError{Index: i, Table: w.Table, Key: j.desc, Err: err}
-	}
+	fail := func(err error) (*job, error) { return nil, j.inputError(err) }
 	if w.Table == "" {
 		return fail(fmt.Errorf("%w: no table", ErrInvalidWrite))
 	}
@@ -44,12 +59,12 @@ func newWriteJob(i int, w Write, keyAttrs map[string][]string) (*job, error) {
 	if known && (len(names) < 1 || len(names) > 2) {
 		return fail(fmt.Errorf("%w: KeyAttributes[%q] = %q, want 1 or 2 names", ErrInvalidWrite, w.Table, names))
 	}
+	j.names = names
 	switch {
 	case len(w.Put) > 0 && len(w.Delete) > 0:
 		return fail(fmt.Errorf("%w: both Put and Delete set", ErrInvalidWrite))
 	case len(w.Put) > 0:
 		if known {
-			j.desc = describeKey(w.Put, names)
 			if err := checkKey(w.Put, names, false); err != nil {
 				return fail(err)
 			}
@@ -62,7 +77,6 @@ func newWriteJob(i int, w Write, keyAttrs map[string][]string) (*job, error) {
 		}
 		j.wire = int64(ddbsize.WireSize(w.Put) + putOverhead)
 	case len(w.Delete) > 0:
-		j.desc = describeKey(w.Delete, names)
 		if err := checkKey(w.Delete, names, true); err != nil {
 			return fail(err)
 		}
@@ -77,9 +91,7 @@ func newWriteJob(i int, w Write, keyAttrs map[string][]string) (*job, error) {
 
 func newKeyJob(i int, k Key, keyAttrs map[string][]string) (*job, error) {
 	j := &job{seq: i, table: k.Table, key: k}
-	fail := func(err error) (*job, error) {
-		return nil, &InputError{Index: i, Table: k.Table, Key: j.desc, Err: err}
-	}
+	fail := func(err error) (*job, error) { return nil, j.inputError(err) }
 	if k.Table == "" {
 		return fail(fmt.Errorf("%w: no table", ErrInvalidWrite))
 	}
@@ -87,7 +99,7 @@ func newKeyJob(i int, k Key, keyAttrs map[string][]string) (*job, error) {
 	if known && (len(names) < 1 || len(names) > 2) {
 		return fail(fmt.Errorf("%w: KeyAttributes[%q] = %q, want 1 or 2 names", ErrInvalidWrite, k.Table, names))
 	}
-	j.desc = describeKey(k.Key, names)
+	j.names = names
 	if err := checkKey(k.Key, names, true); err != nil {
 		return fail(err)
 	}

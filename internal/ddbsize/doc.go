@@ -17,10 +17,19 @@
 //
 // The checks reject, before a request is made, what DynamoDB would reject
 // with a ValidationException for the whole request: numbers with more than 38
-// significant digits or outside 1E-130..9.99…E+125 in magnitude, empty or
-// duplicate set elements, NULL false, strings that are not valid UTF-8 (the
-// SDK would silently replace the bad bytes), nesting deeper than 32 levels,
-// and key values that are empty, too long, or not S, N or B.
+// significant digits or outside 1E-130..9.99…E+125 in magnitude, empty sets
+// and duplicate set elements (1 and 1.0 are duplicates), NULL false, a nil B,
+// empty attribute names, nesting deeper than 32 levels, and key values that
+// are empty, too long, or not S, N or B. Two refusals are stricter than some
+// servers: strings that are not valid UTF-8 (the SDK would silently replace
+// the bad bytes with U+FFFD), and numbers with a leading '+', which dynalite
+// refuses and DynamoDB Local accepts. Empty strings, binaries and set
+// elements outside keys are accepted, as DynamoDB accepts them.
+//
+// The rules were checked against DynamoDB Local 1.25.1 (the server tests
+// store items of exactly MaxItemSize bytes, with multi-byte UTF-8 and numbers
+// of every size class, and see one more byte refused) and dynalite 4.0.0,
+// which counts strings in UTF-16 code units instead of UTF-8 bytes.
 //
 // Every function is pure and safe for concurrent use.
 package ddbsize

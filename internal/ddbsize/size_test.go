@@ -2,6 +2,7 @@ package ddbsize
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -334,4 +335,29 @@ func FuzzWireSize(f *testing.F) {
 			t.Errorf("ItemSize accepted invalid UTF-8 %q %q", name, str)
 		}
 	})
+}
+
+// TestPlain8 checks the eight-byte fast path of jsonStringLen against the
+// byte table, for every byte value at every position.
+func TestPlain8(t *testing.T) {
+	for pos := range 8 {
+		for c := range 256 {
+			w := []byte("abcdefgh")
+			w[pos] = byte(c)
+			want := c < utf8.RuneSelf && asciiExtra[c] == 0
+			if got := plain8(binary.LittleEndian.Uint64(w)); got != want {
+				t.Errorf("plain8(%q): got %v, want %v", w, got, want)
+			}
+			if got, want := jsonStringLen(string(w)+"ijklmnop"), len(sdkString(t, string(w)+"ijklmnop")); got != want {
+				t.Errorf("jsonStringLen(%q): got %d, want %d", w, got, want)
+			}
+		}
+	}
+}
+
+func sdkString(t *testing.T, v string) []byte {
+	t.Helper()
+	raw := sdkItemJSON(t, item{"a": s(v)})
+	// {"a":{"S":<string>}}
+	return raw[len(`{"a":{"S":`) : len(raw)-2]
 }
