@@ -1,0 +1,216 @@
+package chunk
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/faultproxy"
+)
+
+// valuePayload is the payload a writer stores for value: the value, a
+// newline, then bytes derived from the value, of a length (0 to about 6
+// chunks of 512 bytes) derived from it too. A reader can therefore tell
+// exactly which Put a payload came from and whether it is whole.
+func valuePayload(value string) []byte {
+	h := fnv.New64a()
+	h.Write([]byte(value))
+	seed := h.Sum64()
+	n := int(seed % 3000)
+	if seed%5 == 0 {
+		n = int(seed % 60) // inline
+	}
+	return append([]byte(value+"\n"), payload(n, seed, seed%2 == 0)...)
+}
+
+func valueOf(data []byte) (string, bool) {
+	i := bytes.IndexByte(data, '\n')
+	if i < 0 {
+		return "", false
+	}
+	v := string(data[:i])
+	return v, bytes.Equal(data, valuePayload(v))
+}
+
+// historyDuration bounds TestConcurrentHistory per server.
+var historyDuration = 6 * time.Second
+
+// faulty is the proxy configuration of the concurrency tests: every kind
+// of fault the proxy has, at rates that leave most calls succeeding.
+var faulty = faultproxy.Config{
+	UnprocessedRate: 0.2,
+	ThrottleRate:    0.03,
+	ErrorRate:       0.02, ErrorAfterRate: 0.02,
+	ResetBeforeRate: 0.02, ResetAfterRate: 0.02,
+	TruncateRate: 0.01,
+	Latency:      500 * time.Microsecond, Jitter: 2 * time.Millisecond,
+	Seed: 1,
+}
+
+// TestConcurrentHistory runs 8 writers and 8 readers (and a sweeper) on a
+// few keys through the fault proxy, records every operation's invocation
+// and response, and checks each key's history for linearizability: every
+// read returns a whole payload that some Put wrote, never one of a Put that
+// failed with ErrConflict, never a stale one.
+func TestConcurrentHistory(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		e := newEnv(t, srv)
+		proxy, err := faultproxy.New(srv.Endpoint, faulty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer proxy.Close()
+		pc := robustClient(proxy.URL())
+		const grace = 3 * time.Second
+		mk := func(c Compression) *Store {
+			st := New(pc, e.parents, e.chunks, func(o *Options) {
+				o.ChunkSize, o.InlineLimit, o.Compression = 512, 64, c
+				o.Grace, o.ReadAttempts, o.MaxConcurrency = grace, 10, 2
+			})
+			st.flipDelay = 2 * time.Millisecond
+			return st
+		}
+		stores := []*Store{mk(None), mk(Gzip)}
+		keys := []Key{sKey("h0"), sKey("h1#x#y"), sKey("h2#")}
+
+		var clock atomic.Int64
+		var mu sync.Mutex
+		hist := make([][]regOp, len(keys))
+		record := func(k int, o regOp) {
+			mu.Lock()
+			hist[k] = append(hist[k], o)
+			mu.Unlock()
+		}
+		var putOK, putConflict, putUnknown, readOK, readNone, readFailed, sweeps atomic.Int64
+
+		// Workers stop between operations when the time is up, so that no
+		// request is still in flight when the history is checked.
+		ctx := context.Background()
+		var stop atomic.Bool
+		time.AfterFunc(historyDuration, func() { stop.Store(true) })
+		const opsPerWorker = 400
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(w), 1))
+				for i := 0; i < opsPerWorker && !stop.Load(); i++ {
+					k := r.IntN(len(keys))
+					v := fmt.Sprintf("w%d.%d", w, i)
+					o := regOp{write: true, value: v, call: clock.Add(1)}
+					_, err := stores[r.IntN(2)].Put(ctx, keys[k], valuePayload(v))
+					o.ret = clock.Add(1)
+					switch {
+					case err == nil:
+						putOK.Add(1)
+					case errors.Is(err, ErrConflict):
+						o.failed = true
+						putConflict.Add(1)
+					default:
+						// Unknown outcome: it may take effect at any time.
+						o.ret = math.MaxInt64
+						putUnknown.Add(1)
+					}
+					record(k, o)
+				}
+			})
+		}
+		for rd := range 8 {
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(uint64(rd), 2))
+				for i := 0; i < opsPerWorker && !stop.Load(); i++ {
+					k := r.IntN(len(keys))
+					o := regOp{call: clock.Add(1)}
+					data, _, err := stores[r.IntN(2)].Get(ctx, keys[k])
+					o.ret = clock.Add(1)
+					switch {
+					case err == nil:
+						v, whole := valueOf(data)
+						if !whole {
+							t.Errorf("key %v: read %d bytes that are no Put's payload (value %q)", keys[k], len(data), v)
+							continue
+						}
+						o.value = v
+						readOK.Add(1)
+					case errors.Is(err, ErrNotFound):
+						readNone.Add(1)
+					case errors.Is(err, ErrCorrupt):
+						t.Errorf("key %v: %v", keys[k], err)
+						continue
+					default:
+						readFailed.Add(1) // a failed read says nothing
+						continue
+					}
+					record(k, o)
+				}
+			})
+		}
+		sweepDone := make(chan struct{})
+		var sweeper sync.WaitGroup
+		sweeper.Go(func() {
+			for {
+				select {
+				case <-sweepDone:
+					return
+				case <-time.After(300 * time.Millisecond):
+				}
+				if _, err := stores[0].Sweep(ctx); err == nil {
+					sweeps.Add(1)
+				}
+			}
+		})
+		wg.Wait()
+		close(sweepDone)
+		sweeper.Wait()
+
+		t.Logf("puts: %d ok, %d conflict, %d unknown; reads: %d payloads, %d not found, %d failed; %d sweeps; proxy: %+v",
+			putOK.Load(), putConflict.Load(), putUnknown.Load(), readOK.Load(), readNone.Load(), readFailed.Load(), sweeps.Load(), proxy.Stats().Ops)
+		for k := range keys {
+			if err := checkRegister(hist[k]); err != nil {
+				t.Errorf("key %v: not linearizable: %v", keys[k], err)
+			}
+		}
+		// A check that saw nothing proves nothing.
+		if putOK.Load() < 20 || putConflict.Load() < 1 || readOK.Load() < 20 {
+			t.Errorf("too little happened to check (puts ok %d, conflicts %d, reads %d)", putOK.Load(), putConflict.Load(), readOK.Load())
+		}
+
+		// Quiet again: after a late sweep the chunk table holds exactly the
+		// current versions' chunks, and every key reads whole.
+		proxy.Set(faultproxy.Config{})
+		late := New(pc, e.parents, e.chunks, func(o *Options) { o.Grace = grace })
+		late.now = later(late)
+		if _, err := late.Sweep(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, k := range keys {
+			data, info, err := late.Get(context.Background(), k)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("final get %v: %v", k, err)
+			}
+			if _, whole := valueOf(data); !whole {
+				t.Errorf("final get %v: not a whole payload", k)
+			}
+			want = append(want, versionKeys(t, k, info)...)
+		}
+		slices.Sort(want)
+		if diff := cmp.Diff(want, e.chunkKeys(t)); diff != "" {
+			t.Errorf("chunk table after the late sweep (-want +got):\n%s", diff)
+		}
+	})
+}

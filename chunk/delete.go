@@ -1,0 +1,64 @@
+package chunk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Delete removes the parent item under key, with its caller attributes, and
+// then the chunks of the version it held. The parent goes first, with a
+// condition on that version, so no reader is ever directed to deleted
+// chunks and a Put that started from the deleted version fails with
+// ErrConflict instead of bringing it back. If a Put replaces the version
+// between Delete's read and its delete, Delete starts over with the new
+// one, up to Options.ReadAttempts times, then fails with ErrConflict.
+//
+// Delete returns ErrNotFound if key holds no payload. Chunks it cannot
+// delete (ctx cancelled, errors) are left to Sweep; the payload is deleted
+// all the same once the parent is.
+func (s *Store) Delete(ctx context.Context, key Key) error {
+	prefix, err := s.keyPrefix(key)
+	if err != nil {
+		return err
+	}
+	tried := false
+	for attempt := 0; attempt < s.opts.ReadAttempts; attempt++ {
+		cur, err := s.readCurrent(ctx, key)
+		if err != nil {
+			return err
+		}
+		if !cur.exists {
+			if tried {
+				// Our earlier attempt, or someone else, deleted it.
+				return nil
+			}
+			return fmt.Errorf("%w: key %v", ErrNotFound, key)
+		}
+		tried = true
+		_, err = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:                 &s.parents,
+			Key:                       key.item(),
+			ConditionExpression:       aws.String("#v = :v"),
+			ExpressionAttributeNames:  map[string]string{"#v": attrVersion},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: cur.version}},
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &ccf) {
+			return fmt.Errorf("chunk: delete %v: %w", key, err)
+		}
+		// Either way cur.version is no longer current, and since versions
+		// are never reused it never will be again: its chunks are garbage.
+		if !s.opts.RetainOld && cur.chunks > 0 {
+			s.deleteChunks(ctx, prefix, cur.version, cur.chunks)
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: key %v: replaced on each of %d delete attempts", ErrConflict, key, s.opts.ReadAttempts)
+}

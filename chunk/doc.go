@@ -1,0 +1,136 @@
+// Package chunk stores payloads larger than DynamoDB's 400 KB item limit as
+// "virtual items", the layout of the DynamoDB developer guide: a parent item
+// that says which version is current, and chunk items holding that version's
+// bytes in a separate table, written with BatchWriteItem and read with
+// BatchGetItem. Readers never see a mix of two versions or a truncated
+// payload, whatever fails and whoever writes concurrently.
+//
+// # Model
+//
+// A parent item lives in the caller's table, under any key schema, next to
+// the caller's own attributes (PutOptions.Attributes, Info.Attributes). The
+// store adds:
+//
+//	ChunkVersion      S  the current version: a unique id per write attempt
+//	ChunkCount        N  its number of chunks (0: the payload is inline)
+//	ChunkBytes        N  payload length
+//	ChunkStoredBytes  N  stored length (after compression)
+//	ChunkSHA256       B  SHA-256 of the payload
+//	ChunkEncoding     S  "gzip" when compressed, absent otherwise
+//	ChunkPrevious     S  the version this one replaced, absent for the first
+//	ChunkData         B  the stored payload, when inline
+//
+// Chunk items live in a table with a simple primary key of type S (named
+// "ChunkKey" unless Options.ChunkKeyAttribute says otherwise). A chunk's key
+// is the parent's key values joined with '#', then the version and a 1-based
+// sequence number, as in the guide: parent ("DynamoDB", "Thread1") and
+// version V give chunks "DynamoDB#Thread1#V#1", "DynamoDB#Thread1#V#2", ….
+// S values appear as they are, N values in plain canonical decimal (so 1.0
+// and 1 name the same chunks), B values in standard base64. Every chunk has
+// its own partition key, so reading a payload spreads over partitions. A
+// chunk item holds:
+//
+//	ChunkKey  S  the key above
+//	Data      B  up to ChunkSize stored bytes
+//	Parent    M  the parent's key attributes, for Sweep
+//
+// Versions are 26 characters of base32hex: the writer's clock in
+// nanoseconds, then 64 random bits. They sort by creation time, never
+// repeat, and tell Sweep a version's age without reading anything.
+//
+// Payloads whose stored form is at most Options.InlineLimit bytes (4 KiB
+// by default) stay inline in the parent, with no chunks (the guide's short
+// message).
+//
+// # Writing
+//
+// Put reads the parent's current version consistently, writes the new
+// version's chunks through the batch engine (parallel, at most 25 items or
+// 16 MB per request, unprocessed items retried with backoff), then flips the
+// parent with one UpdateItem whose condition is that ChunkVersion still holds
+// the version read at the start (or is absent). Until the flip the new chunks
+// are invisible. BatchWriteItem has no conditions, but no two writers ever
+// write the same chunk key, because every attempt has its own version.
+//
+// A writer that loses the flip gets ErrConflict and deletes its chunks. A
+// flip whose response is lost (HTTP 500, connection reset, timeout) is
+// settled by reading the parent again: if it holds our version, or a later
+// one recording ours as ChunkPrevious, the Put succeeded. The flip runs with
+// the SDK's retries off and its own bounded retries, because a retried
+// conditional update cannot otherwise tell "my first attempt applied" from
+// "someone else won". When it cannot be settled, Put returns an error that
+// is neither ErrConflict nor success: the outcome is unknown, as for any
+// DynamoDB write, and the chunks are left to Sweep.
+//
+// After a flip, the replaced version's chunks are deleted at once (set
+// Options.RetainOld to leave them to Sweep instead). A reader still fetching
+// them notices a missing chunk, reads the parent again and starts over with
+// the new version; Get does so transparently, a streaming Reader only if it
+// has not yet returned any byte (otherwise it fails with ErrConflict).
+//
+// # Reading
+//
+// Get and Open read the parent (consistently, unless
+// Options.EventuallyConsistent), then exactly that version's chunks with
+// BatchGetItem, in groups that fit one 16 MB response (40 chunks at the
+// default ChunkSize), up to Options.MaxConcurrency requests in parallel.
+// Chunks are read eventually consistently (they never change once written);
+// a missing one is read again consistently, then the parent is read again:
+// a new version means start over, the same version means the payload is
+// damaged (*CorruptError). Length, chunk count and SHA-256 of the whole
+// payload are checked before Get returns and before a Reader's final
+// io.EOF.
+//
+// Delete removes the parent first, conditional on the version it read, and
+// then that version's chunks: a reader can never follow a parent to chunks
+// that are gone for good, and a Put that started from the deleted version
+// fails instead of resurrecting it.
+//
+// # Sweeping
+//
+// Chunks become orphans when a Put is cancelled or crashes before its flip,
+// or a clean-up fails. Sweep scans the chunk table (never the parent table),
+// skips versions younger than Options.Grace (1 hour), reads each remaining
+// chunk's parent consistently and deletes chunks whose version the parent
+// does not hold. This is safe while writers run because Put never flips to
+// a version older than Grace/2, so a version past Grace that is not current
+// never will be. Writers' and sweepers' clocks must agree to within Grace/2.
+//
+// # Limits
+//
+// DefaultChunkSize (384 KiB) keeps every chunk item under 400,000 bytes
+// even with the longest parent key DynamoDB allows and 255-byte attribute
+// names: within the 409,600-byte item limit, and 40 chunks per 16 MB
+// BatchGetItem response. A parent key must leave room for
+// "#<version>#<seq>" in the chunk table's 2,048-byte partition key (2,016
+// bytes of rendered key at the default sizes), or Put fails with
+// ErrInvalidKey before any request. Payloads above Options.MaxSize (1 GiB by
+// default) fail with ErrTooLarge, before any write when the size is known.
+// A 64 MiB payload is 171 chunks: 7 BatchWriteItem requests and one
+// UpdateItem to write (plus one GetItem), one GetItem and 5 BatchGetItem
+// requests to read.
+//
+// # Failure modes
+//
+//   - Put cancelled or crashed before its flip: the old payload stays
+//     current and readable; the new chunks are orphans until Sweep. (A
+//     chunk request already on the wire when ctx is cancelled may still be
+//     applied after Put returns; it is an orphan like the others.)
+//   - Put cancelled or crashed after its flip: the payload is stored; the
+//     replaced version's chunks are orphans until Sweep.
+//   - Ambiguous flip that cannot be settled: an error that is not
+//     ErrConflict; the payload may or may not be current.
+//   - Chunks deleted under a reader: the reader restarts with the new
+//     version (bounded by Options.ReadAttempts), or a streaming Reader that
+//     has already returned bytes fails with ErrConflict.
+//   - Damaged data (a chunk missing for good, a flipped byte, bad gzip):
+//     *CorruptError, never wrong bytes from Get.
+//   - Throttling and unprocessed batch items: retried with capped,
+//     jittered backoff; a call gives up after ten rounds without progress.
+//     Keep the SDK's own retries on; for many concurrent callers, a client
+//     whose retryer has no retry quota (ratelimit.None) and a few more
+//     attempts avoids "retry quota exceeded" failures under throttling.
+//
+// A Store is safe for concurrent use. Every call waits for the requests it
+// started before returning.
+package chunk

@@ -1,0 +1,128 @@
+package chunk
+
+import (
+	"context"
+	"iter"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/dynashard/dynashard/internal/batch"
+)
+
+// This file is the store's only contact with the batch engine.
+
+// maxBatchGetBytes is the response size BatchGetItem returns at most. The
+// service says 16 MB; counting it as 16,000,000 rather than 16 MiB keeps a
+// group of chunks from coming back split in two.
+const maxBatchGetBytes = 16_000_000
+
+// maxBatchGetKeys is BatchGetItem's limit on keys per request.
+const maxBatchGetKeys = 100
+
+func (s *Store) batchOptions(consistent bool) func(*batch.Options) {
+	return func(o *batch.Options) {
+		o.MaxConcurrency = s.opts.MaxConcurrency
+		o.KeyAttributes = map[string][]string{s.chunks: {s.opts.ChunkKeyAttribute}}
+		o.ConsistentRead = consistent
+	}
+}
+
+// putChunks writes the chunks seq yields, parallel and retried.
+func (s *Store) putChunks(ctx context.Context, parentKey types.AttributeValue, seq iter.Seq[chunkWrite]) error {
+	writes := func(yield func(batch.Write) bool) {
+		for c := range seq {
+			item := map[string]types.AttributeValue{
+				s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: c.key},
+				attrData:                 &types.AttributeValueMemberB{Value: c.data},
+				attrParent:               parentKey,
+			}
+			if !yield(batch.Write{Table: s.chunks, Put: item}) {
+				return
+			}
+		}
+	}
+	_, err := batch.WriteSeq(ctx, s.c, writes, s.batchOptions(false))
+	return err
+}
+
+// deleteChunks deletes chunks 1..n of a version. It is best effort: what it
+// cannot delete is an orphan that Sweep removes.
+func (s *Store) deleteChunks(ctx context.Context, prefix, version string, n int) error {
+	return s.deleteSeq(ctx, func(yield func(string) bool) {
+		for seq := 1; seq <= n; seq++ {
+			if !yield(chunkKey(prefix, version, seq)) {
+				return
+			}
+		}
+	})
+}
+
+// deleteSeq deletes the chunk items with the keys seq yields.
+func (s *Store) deleteSeq(ctx context.Context, keys iter.Seq[string]) error {
+	writes := func(yield func(batch.Write) bool) {
+		for k := range keys {
+			key := map[string]types.AttributeValue{s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: k}}
+			if !yield(batch.Write{Table: s.chunks, Delete: key}) {
+				return
+			}
+		}
+	}
+	_, err := batch.WriteSeq(ctx, s.c, writes, s.batchOptions(false))
+	return err
+}
+
+// groupSize is how many chunks of one key one BatchGetItem request can
+// return whole.
+func (s *Store) groupSize(overhead int) int {
+	return max(1, min(maxBatchGetKeys, maxBatchGetBytes/(s.opts.ChunkSize+overhead)))
+}
+
+// getChunks reads the chunks with the given keys, group keys per request,
+// and returns the data of those that exist by key.
+func (s *Store) getChunks(ctx context.Context, keys []string, group int, consistent bool) (map[string][]byte, error) {
+	found := make(map[string][]byte, len(keys))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.opts.MaxConcurrency)
+	for lo := 0; lo < len(keys); lo += group {
+		part := keys[lo:min(lo+group, len(keys))]
+		g.Go(func() error {
+			req := make([]batch.Key, len(part))
+			for i, k := range part {
+				req[i] = batch.Key{Table: s.chunks, Key: map[string]types.AttributeValue{
+					s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: k},
+				}}
+			}
+			items, _, err := batch.Get(gctx, s.c, req, func(o *batch.Options) {
+				s.batchOptions(consistent)(o)
+				o.MaxConcurrency = 1 // one request per group; the groups run in parallel
+			})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, it := range items {
+				k, ok := it.Item[s.opts.ChunkKeyAttribute].(*types.AttributeValueMemberS)
+				if !ok {
+					continue
+				}
+				d, ok := it.Item[attrData].(*types.AttributeValueMemberB)
+				if !ok {
+					// Present but malformed: reported as corrupt by the caller.
+					found[k.Value] = nil
+					continue
+				}
+				if d.Value == nil {
+					d.Value = []byte{}
+				}
+				found[k.Value] = d.Value
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	return found, err
+}

@@ -1,0 +1,140 @@
+package chunk_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/chunk"
+	"github.com/dynashard/dynashard/internal/ddbtest"
+)
+
+// tables creates a parent table (ForumName, Subject) and a chunk table on
+// the local test server and returns a client, their names and a clean-up.
+// In production the tables exist already: only the client and the names
+// matter.
+func tables() (c *dynamodb.Client, parents, chunks string, cleanup func()) {
+	ctx := context.Background()
+	srv, err := ddbtest.Default()
+	if err != nil {
+		log.Fatal(err)
+	}
+	c = srv.Client()
+	mk := func(keys ...string) string {
+		in, err := ddbtest.TableInput(keys...)
+		if err != nil {
+			log.Fatal(err)
+		}
+		name, err := srv.NewTable(ctx, in)
+		if err != nil {
+			log.Fatal(err)
+		}
+		return name
+	}
+	parents, chunks = mk("ForumName:S", "Subject:S"), mk("ChunkKey:S")
+	return c, parents, chunks, func() {
+		for _, t := range []string{parents, chunks} {
+			c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &t})
+		}
+	}
+}
+
+func Example() {
+	c, parents, chunks, cleanup := tables()
+	defer cleanup()
+	ctx := context.Background()
+
+	st := chunk.New(c, parents, chunks)
+	key := chunk.Key{
+		PartitionName: "ForumName", Partition: &types.AttributeValueMemberS{Value: "DynamoDB"},
+		SortName: "Subject", Sort: &types.AttributeValueMemberS{Value: "Thread1"},
+	}
+	body := bytes.Repeat([]byte("a long reply. "), 100_000) // 1.4 MB, over the item limit
+
+	info, err := st.Put(ctx, key, body)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("stored", info.Size, "bytes in", info.Chunks, "chunks")
+
+	got, _, err := st.Get(ctx, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("read back", len(got), "bytes, equal:", bytes.Equal(got, body))
+	// Output:
+	// stored 1400000 bytes in 4 chunks
+	// read back 1400000 bytes, equal: true
+}
+
+// A payload of unknown length is streamed in and out, compressed, with the
+// caller's own attributes on the parent item.
+func ExampleStore_PutReader() {
+	c, parents, chunks, cleanup := tables()
+	defer cleanup()
+	ctx := context.Background()
+
+	st := chunk.New(c, parents, chunks, func(o *chunk.Options) { o.Compression = chunk.Gzip })
+	key := chunk.Key{
+		PartitionName: "ForumName", Partition: &types.AttributeValueMemberS{Value: "DynamoDB"},
+		SortName: "Subject", Sort: &types.AttributeValueMemberS{Value: "Thread2"},
+	}
+	type meta struct {
+		Author string
+		Lines  int
+	}
+	text := strings.Repeat("line of a very long log\n", 200_000) // 4.8 MB
+	body := io.MultiReader(strings.NewReader(text))              // of unknown length
+	_, err := st.PutReader(ctx, key, body,
+		func(o *chunk.PutOptions) { o.Attributes = meta{Author: "ann", Lines: 200_000} })
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	r, err := st.Open(ctx, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	n, err := io.Copy(io.Discard, r) // a *chunk.CorruptError instead of success if the bytes were damaged
+	if err != nil {
+		log.Fatal(err)
+	}
+	var m meta
+	if err := r.Info().UnmarshalAttributes(&m); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("streamed", n, "bytes by", m.Author)
+	fmt.Println("compressed:", r.Info().StoredSize < r.Info().Size)
+	// Output:
+	// streamed 4800000 bytes by ann
+	// compressed: true
+}
+
+// Stat reads only the parent item.
+func ExampleStore_Stat() {
+	c, parents, chunks, cleanup := tables()
+	defer cleanup()
+	ctx := context.Background()
+
+	st := chunk.New(c, parents, chunks)
+	key := chunk.Key{
+		PartitionName: "ForumName", Partition: &types.AttributeValueMemberS{Value: "S3"},
+		SortName: "Subject", Sort: &types.AttributeValueMemberS{Value: "Thread1"},
+	}
+	if _, err := st.Put(ctx, key, []byte("a short message stays inline")); err != nil {
+		log.Fatal(err)
+	}
+	info, err := st.Stat(ctx, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(info.Size, "bytes,", info.Chunks, "chunks")
+	// Output: 28 bytes, 0 chunks
+}

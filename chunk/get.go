@@ -1,0 +1,360 @@
+package chunk
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"slices"
+)
+
+// Get returns the payload stored under key, verified: its length and
+// SHA-256 match the parent item, so it is exactly what one Put stored. If
+// the version it reads is replaced and its chunks deleted while it reads,
+// Get starts again with the new one, at most Options.ReadAttempts times,
+// then fails with ErrConflict. It returns ErrNotFound if key holds no
+// payload and a *CorruptError if the stored payload fails verification.
+func (s *Store) Get(ctx context.Context, key Key) ([]byte, Info, error) {
+	r, err := s.Open(ctx, key)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	defer r.Close()
+	for {
+		data, err := readAll(r, min(r.p.Size, s.opts.MaxSize))
+		if err == nil {
+			return data, r.p.Info, nil
+		}
+		if !errors.Is(err, ErrConflict) || r.attempts >= s.opts.ReadAttempts {
+			return nil, Info{}, err
+		}
+		if err := r.reload(); err != nil {
+			return nil, Info{}, err
+		}
+	}
+}
+
+// readAll reads r to the end into a buffer sized for n bytes. (A Size
+// beyond what this store would write is not trusted for an allocation:
+// the buffer then grows as bytes really arrive.)
+func readAll(r io.Reader, n int64) ([]byte, error) {
+	buf := make([]byte, 0, n+1) // +1: the final read, which returns io.EOF, needs room too
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Open returns a Reader streaming the payload stored under key, having read
+// the parent item (and nothing else) to fail early with ErrNotFound.
+//
+// The Reader uses ctx for all its requests, until it is closed: like a
+// response body, it outlives the call that opened it.
+func (s *Store) Open(ctx context.Context, key Key) (*Reader, error) {
+	prefix, err := s.keyPrefix(key)
+	if err != nil {
+		return nil, err
+	}
+	_, overhead, err := s.chunkTemplate(key, prefix)
+	if err != nil {
+		// Chunks written with a smaller ChunkSize are still readable.
+		overhead = 0
+	}
+	p, err := s.readParent(ctx, key, !s.opts.EventuallyConsistent)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{s: s, ctx: ctx, key: key, prefix: prefix, group: s.groupSize(overhead), attempts: 1}
+	r.reset(p)
+	return r, nil
+}
+
+// Reader streams one version of a stored payload. Bytes are returned as
+// they arrive, before the whole payload is verified: only a final io.EOF
+// (rather than a *CorruptError) confirms that the bytes read are the
+// payload. Chunks are fetched in windows of up to MaxConcurrency
+// BatchGetItem requests, so memory stays bounded whatever the size.
+//
+// If the version is replaced and its chunks deleted before any byte has
+// been returned, the Reader moves to the new version (Info changes);
+// afterwards, Read fails with ErrConflict. A Reader is not safe for
+// concurrent use.
+type Reader struct {
+	s        *Store
+	ctx      context.Context
+	key      Key
+	prefix   string
+	group    int // chunks per BatchGetItem request
+	attempts int // versions tried
+
+	p         parent
+	next      int      // next chunk to fetch, 1-based
+	window    [][]byte // fetched chunks not yet read
+	cur       []byte
+	inlined   bool  // the inline payload has been handed out
+	stored    int64 // stored bytes handed to the decoder
+	dec       io.Reader
+	hash      hash.Hash
+	delivered int64
+	err       error // sticky
+}
+
+// Info describes the version being read.
+func (r *Reader) Info() Info { return r.p.Info }
+
+// Close releases the Reader's buffers. It never fails; reading afterwards
+// does.
+func (r *Reader) Close() error {
+	r.window, r.cur, r.p.inline = nil, nil, nil
+	if r.err == nil || r.err == io.EOF {
+		r.err = errors.New("chunk: read after Close")
+	}
+	return nil
+}
+
+func (r *Reader) reset(p parent) {
+	r.p = p
+	r.next = 1
+	r.window, r.cur, r.inlined, r.stored = nil, nil, false, 0
+	r.hash = sha256.New()
+	r.delivered = 0
+	r.err = nil
+	r.dec = nil
+}
+
+// reload re-reads the parent consistently and starts over with its version.
+func (r *Reader) reload() error {
+	if r.attempts >= r.s.opts.ReadAttempts {
+		r.err = fmt.Errorf("%w: key %v: replaced %d times while being read", ErrConflict, r.key, r.attempts)
+		return r.err
+	}
+	r.attempts++
+	p, err := r.s.readParent(r.ctx, r.key, true)
+	if err != nil {
+		r.err = err
+		return err
+	}
+	r.reset(p)
+	return nil
+}
+
+// Read implements io.Reader.
+func (r *Reader) Read(b []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.dec == nil {
+		r.dec = storedStream{r}
+		if r.p.Compression == Gzip {
+			gz, err := gzip.NewReader(storedStream{r})
+			if err != nil {
+				return r.fail(err)
+			}
+			r.dec = gz
+		}
+	}
+	n, err := r.dec.Read(b)
+	if n > 0 {
+		r.hash.Write(b[:n])
+		r.delivered += int64(n)
+		if r.delivered > r.p.Size {
+			return r.fail(r.corrupt(0, fmt.Sprintf("payload longer than the %d bytes recorded", r.p.Size)))
+		}
+	}
+	switch {
+	case err == nil:
+		return n, nil
+	case err == io.EOF:
+		if err := r.verify(); err != nil {
+			_, err = r.fail(err)
+			return n, err
+		}
+		r.err = io.EOF
+		return n, io.EOF
+	}
+	var rep *replacedError
+	if errors.As(err, &rep) && r.delivered == 0 && n == 0 {
+		if err := r.reload(); err != nil {
+			return 0, err
+		}
+		return r.Read(b)
+	}
+	_, err = r.fail(err)
+	return n, err
+}
+
+// fail makes err sticky, translating decoder faults to corruption.
+func (r *Reader) fail(err error) (int, error) {
+	var se streamError
+	var ce *CorruptError
+	var rep *replacedError
+	switch {
+	case errors.As(err, &rep):
+		if rep.gone {
+			err = fmt.Errorf("%w: key %v: deleted while being read", ErrNotFound, r.key)
+		} else {
+			err = fmt.Errorf("%w: key %v: version %s replaced by %s while being read", ErrConflict, r.key, r.p.Version, rep.p.Version)
+		}
+	case errors.As(err, &ce):
+	case errors.As(err, &se):
+		err = se.err
+	default:
+		// Anything else comes from the decoder, about the stored bytes.
+		err = r.corrupt(0, "decoding "+string(r.p.Compression)+": "+err.Error())
+	}
+	r.err = err
+	return 0, err
+}
+
+func (r *Reader) corrupt(seq int, why string) *CorruptError {
+	return &CorruptError{Key: r.key, Version: r.p.Version, Seq: seq, Reason: why}
+}
+
+// verify checks the whole payload at its end.
+func (r *Reader) verify() error {
+	if r.stored != r.p.StoredSize {
+		return r.corrupt(0, fmt.Sprintf("stored bytes %d, parent says %d", r.stored, r.p.StoredSize))
+	}
+	if r.delivered != r.p.Size {
+		return r.corrupt(0, fmt.Sprintf("payload is %d bytes, parent says %d", r.delivered, r.p.Size))
+	}
+	if r.p.Compression == Gzip {
+		// The gzip stream must have used every stored byte.
+		if len(r.cur) > 0 || len(r.window) > 0 || r.next <= r.p.Chunks {
+			return r.corrupt(0, "bytes after the end of the compressed stream")
+		}
+	}
+	var sum [sha256.Size]byte
+	r.hash.Sum(sum[:0])
+	if sum != r.p.SHA256 {
+		return r.corrupt(0, "SHA-256 mismatch")
+	}
+	return nil
+}
+
+// streamError carries an error of the stored stream through the decoder,
+// so it is not mistaken for a decoding fault.
+type streamError struct{ err error }
+
+func (e streamError) Error() string { return e.err.Error() }
+func (e streamError) Unwrap() error { return e.err }
+
+// replacedError reports that the version being read is gone: p is the
+// parent now, or gone is true if there is no payload any more.
+type replacedError struct {
+	p    parent
+	gone bool
+}
+
+func (e *replacedError) Error() string { return "chunk: version replaced" }
+
+// storedStream reads the stored bytes of the Reader's version in order.
+type storedStream struct{ r *Reader }
+
+func (s storedStream) Read(b []byte) (int, error) {
+	r := s.r
+	for len(r.cur) == 0 {
+		switch {
+		case len(r.window) > 0:
+			r.cur = r.window[0]
+			r.window[0] = nil // let a consumed chunk go before the window ends
+			r.window = r.window[1:]
+		case r.p.Chunks == 0:
+			if r.inlined {
+				return 0, io.EOF
+			}
+			r.inlined = true
+			r.cur = r.p.inline
+			if len(r.cur) == 0 {
+				return 0, io.EOF
+			}
+		case r.next > r.p.Chunks:
+			return 0, io.EOF
+		default:
+			if err := r.fetch(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	n := copy(b, r.cur)
+	r.cur = r.cur[n:]
+	r.stored += int64(n)
+	if r.stored > r.p.StoredSize {
+		return n, r.corrupt(0, fmt.Sprintf("more than the %d stored bytes recorded", r.p.StoredSize))
+	}
+	return n, nil
+}
+
+// fetch reads the next window of chunks. A chunk that is missing is read
+// again consistently (it may be too new for an eventually consistent
+// read); if it is still missing the parent is read again: a new version
+// means ours was replaced, the same one means the payload is damaged.
+func (r *Reader) fetch() error {
+	s := r.s
+	last := min(r.p.Chunks, r.next+r.group*s.opts.MaxConcurrency-1)
+	keys := make([]string, 0, last-r.next+1)
+	for seq := r.next; seq <= last; seq++ {
+		keys = append(keys, chunkKey(r.prefix, r.p.Version, seq))
+	}
+	found, err := s.getChunks(r.ctx, keys, r.group, false)
+	if err != nil {
+		return streamError{fmt.Errorf("chunk: get %v: reading chunks: %w", r.key, err)}
+	}
+	var missing []string
+	for _, k := range keys {
+		if _, ok := found[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		again, err := s.getChunks(r.ctx, missing, r.group, true)
+		if err != nil {
+			return streamError{fmt.Errorf("chunk: get %v: reading chunks: %w", r.key, err)}
+		}
+		missing = missing[:0]
+		for k, d := range again {
+			found[k] = d
+		}
+		for _, k := range keys {
+			if _, ok := found[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		p, err := s.readParent(r.ctx, r.key, true)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return &replacedError{gone: true}
+		case err != nil:
+			return streamError{err}
+		case p.Version != r.p.Version:
+			return &replacedError{p: p}
+		}
+		_, _, seq, _ := parseChunkKey(missing[0])
+		return r.corrupt(seq, "chunk missing")
+	}
+	window := make([][]byte, 0, len(keys))
+	for i, k := range keys {
+		d := found[k]
+		if len(d) == 0 {
+			return r.corrupt(r.next+i, "chunk has no data")
+		}
+		window = append(window, d)
+	}
+	r.window = slices.Clip(window)
+	r.next = last + 1
+	return nil
+}
