@@ -9,6 +9,8 @@ import (
 	"hash"
 	"io"
 	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Get returns the payload stored under key, verified: its length and
@@ -22,6 +24,34 @@ func (s *Store) Get(ctx context.Context, key Key) ([]byte, Info, error) {
 	if err != nil {
 		return nil, Info{}, err
 	}
+	return s.readFull(r)
+}
+
+// Resolve returns the payload of a parent item the caller has already read,
+// for instance with a Query listing many parents: a payload kept inline
+// costs no request, a chunked one only its chunks' BatchGetItems. The item
+// must be the parent stored under key, as DynamoDB returned it (a
+// projection must keep the store's attributes). If its version has been
+// replaced since, Resolve moves on to the current one, as Get does. It
+// returns ErrNotFound if the item holds no payload.
+func (s *Store) Resolve(ctx context.Context, key Key, item map[string]types.AttributeValue) ([]byte, Info, error) {
+	prefix, err := s.keyPrefix(key)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	p, ok, err := s.parseParent(key, item)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	if !ok {
+		return nil, Info{}, fmt.Errorf("%w: key %v", ErrNotFound, key)
+	}
+	return s.readFull(s.newReader(ctx, key, prefix, p))
+}
+
+// readFull reads r's payload whole, starting again with the current
+// version when the one being read is replaced under it.
+func (s *Store) readFull(r *Reader) ([]byte, Info, error) {
 	defer r.Close()
 	for {
 		data, err := readAll(r, min(r.p.Size, s.opts.MaxSize))
@@ -67,18 +97,22 @@ func (s *Store) Open(ctx context.Context, key Key) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	p, err := s.readParent(ctx, key, !s.opts.EventuallyConsistent)
+	if err != nil {
+		return nil, err
+	}
+	return s.newReader(ctx, key, prefix, p), nil
+}
+
+func (s *Store) newReader(ctx context.Context, key Key, prefix string, p parent) *Reader {
 	_, overhead, err := s.chunkTemplate(key, prefix)
 	if err != nil {
 		// Chunks written with a smaller ChunkSize are still readable.
 		overhead = 0
 	}
-	p, err := s.readParent(ctx, key, !s.opts.EventuallyConsistent)
-	if err != nil {
-		return nil, err
-	}
 	r := &Reader{s: s, ctx: ctx, key: key, prefix: prefix, group: s.groupSize(overhead), attempts: 1}
 	r.reset(p)
-	return r, nil
+	return r
 }
 
 // Reader streams one version of a stored payload. Bytes are returned as

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -29,6 +31,14 @@ type PutOptions struct {
 	// dynamodbav tags). Key attributes may be included if they equal the
 	// Key; the store's own attribute names are rejected with ErrReserved.
 	Attributes any
+
+	// Condition, if set, must also hold on the parent for the Put to take
+	// effect, e.g. an optimistic-locking check on a caller attribute. It is
+	// checked in the same conditional update that switches the payload, so
+	// a Put whose condition fails stores nothing and returns an error
+	// wrapping ErrConflict. Its placeholders come from the expression
+	// builder and cannot collide with the store's own.
+	Condition expression.ConditionBuilder
 }
 
 // Put stores data under key, replacing what was there, and returns what it
@@ -190,6 +200,14 @@ func (s *Store) put(ctx context.Context, key Key, src *source, optFns []func(*Pu
 	if err != nil {
 		return Info{}, err
 	}
+	var cond *expression.Expression
+	if po.Condition.IsSet() {
+		e, err := expression.NewBuilder().WithCondition(po.Condition).Build()
+		if err != nil {
+			return Info{}, fmt.Errorf("chunk: put %v: condition: %w", key, err)
+		}
+		cond = &e
+	}
 	cur, err := s.readCurrent(ctx, key)
 	if err != nil {
 		return Info{}, err
@@ -197,7 +215,7 @@ func (s *Store) put(ctx context.Context, key Key, src *source, optFns []func(*Pu
 	start := s.clock()
 	w := &write{
 		s: s, key: key, prefix: prefix, parentKey: parentKey, attrs: attrs, cur: cur, start: start,
-		version: newVersion(start),
+		version: newVersion(start), cond: cond,
 	}
 
 	first, err := src.next()
@@ -240,6 +258,7 @@ type write struct {
 	cur       current
 	start     time.Time
 	version   string
+	cond      *expression.Expression // the caller's extra condition, if any
 
 	inline []byte // nil when chunked (or empty with inlining off)
 	chunks int    // chunks handed to the batch engine
@@ -364,6 +383,12 @@ func (w *write) updateInput() *dynamodb.UpdateItemInput {
 	} else {
 		in.ConditionExpression = aws.String("attribute_not_exists(#n1)")
 	}
+	if c := w.cond; c != nil {
+		// The builder's placeholders (#0, :0) never look like ours (#nK, :vK, :old).
+		in.ConditionExpression = aws.String("(" + *in.ConditionExpression + ") AND (" + *c.Condition() + ")")
+		maps.Copy(names, c.Names())
+		maps.Copy(values, c.Values())
+	}
 	return in
 }
 
@@ -453,6 +478,9 @@ func (w *write) commit(ctx context.Context) (Info, error) {
 				// Every attempt was refused, so we never won, and the
 				// condition cannot hold again: our chunks are garbage.
 				w.abandon(ctx)
+				if w.cond != nil {
+					return Info{}, fmt.Errorf("%w: put %v: the parent changed first or the caller's condition failed", ErrConflict, w.key)
+				}
 				if w.cur.exists {
 					return Info{}, fmt.Errorf("%w: put %v: version %s was replaced first", ErrConflict, w.key, w.cur.version)
 				}
