@@ -1,0 +1,389 @@
+// Package keyorder orders DynamoDB key values exactly as DynamoDB does.
+//
+// DynamoDB sorts the items of one partition by sort key: strings by their
+// UTF-8 bytes, numbers by exact decimal value, binary values by unsigned
+// bytes. Go's string comparison already is UTF-8 byte order, but numbers
+// arrive as decimal strings of up to 38 significant digits with magnitudes
+// from 1E-130 to 9.99…E+125, which neither float64 nor string order gets
+// right. Compare parses them into an exact 128-bit mantissa and exponent, so
+// ordering never rounds and never allocates.
+package keyorder
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/bits"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ErrUnordered is matched (errors.Is) by every error Compare and Parse
+// return: a nil value, a type that cannot be a key (BOOL, L, M, sets, NULL),
+// values of different key types, or a malformed or out-of-range number.
+var ErrUnordered = errors.New("keyorder: values cannot be ordered")
+
+// Limits of DynamoDB's number type.
+const (
+	// MaxDigits is the most significant digits a DynamoDB number holds.
+	MaxDigits = 38
+	// MinExp and MaxExp bound the decimal exponent e of a non-zero number
+	// written as d.ddd×10^e: DynamoDB accepts 1E-130 up to 9.99…E+125.
+	MinExp = -130
+	MaxExp = 125
+)
+
+// Kind is the DynamoDB type of a key value: 'S', 'N' or 'B'.
+type Kind byte
+
+// Key kinds, as in DynamoDB's attribute type names.
+const (
+	S Kind = 'S'
+	N Kind = 'N'
+	B Kind = 'B'
+)
+
+// Key is a key value parsed once for many comparisons, as a merge needs.
+// The zero Key is invalid. A Key holds references to the value it was
+// parsed from and must not outlive changes to it. Keys are immutable and
+// safe for concurrent use.
+type Key struct {
+	kind Kind
+	s    string // S value
+	b    []byte // B value
+	num  number // N value
+}
+
+// number is a decimal sign × 0.M × 10^exp where M is the significant digits
+// left-aligned to MaxDigits, held as a 128-bit integer (10^38 < 2^127). Two
+// non-zero numbers of one sign order by exp, then by M; zero has sign 0.
+type number struct {
+	sign   int8
+	exp    int16
+	hi, lo uint64
+}
+
+// Parse parses a key value (S, N or B). It returns an error matching
+// ErrUnordered for anything else or for a number DynamoDB would reject.
+func Parse(v types.AttributeValue) (Key, error) {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return Key{kind: S, s: v.Value}, nil
+	case *types.AttributeValueMemberB:
+		return Key{kind: B, b: v.Value}, nil
+	case *types.AttributeValueMemberN:
+		n, err := parseNumber(v.Value)
+		if err != nil {
+			return Key{}, err
+		}
+		return Key{kind: N, num: n}, nil
+	case nil:
+		return Key{}, fmt.Errorf("%w: nil value", ErrUnordered)
+	default:
+		return Key{}, fmt.Errorf("%w: %T is not a key type (S, N or B)", ErrUnordered, v)
+	}
+}
+
+// Kind reports the key's type.
+func (k Key) Kind() Kind { return k.kind }
+
+// Compare returns -1, 0 or +1 as k sorts before, with or after o in
+// DynamoDB's order. Keys of different kinds order by kind (B < N < S), which
+// DynamoDB never needs because one attribute has one key type; callers that
+// care check Kind first. It takes pointers because merges call it in their
+// innermost loop.
+func (k *Key) Compare(o *Key) int {
+	if k.kind == S && o.kind == S {
+		return strings.Compare(k.s, o.s)
+	}
+	return k.compareSlow(o)
+}
+
+func (k *Key) compareSlow(o *Key) int {
+	if k.kind != o.kind {
+		if k.kind < o.kind {
+			return -1
+		}
+		return 1
+	}
+	if k.kind == B {
+		return bytes.Compare(k.b, o.b)
+	}
+	return k.num.compare(&o.num)
+}
+
+// Compare returns -1, 0 or +1 as a sorts before, with or after b in
+// DynamoDB's key order: S by UTF-8 bytes, N by exact decimal value, B by
+// unsigned bytes. Both values must be of one key type; otherwise, or for a
+// nil value or malformed number, it returns an error matching ErrUnordered.
+func Compare(a, b types.AttributeValue) (int, error) {
+	ka, err := Parse(a)
+	if err != nil {
+		return 0, err
+	}
+	kb, err := Parse(b)
+	if err != nil {
+		return 0, err
+	}
+	if ka.kind != kb.kind {
+		return 0, fmt.Errorf("%w: cannot compare %c with %c", ErrUnordered, ka.kind, kb.kind)
+	}
+	return ka.Compare(&kb), nil
+}
+
+func (x *number) compare(y *number) int {
+	if x.sign != y.sign {
+		if x.sign < y.sign {
+			return -1
+		}
+		return 1
+	}
+	if x.sign == 0 {
+		return 0
+	}
+	c := 0
+	switch {
+	case x.exp != y.exp:
+		c = cmp3(int64(x.exp), int64(y.exp))
+	case x.hi != y.hi:
+		c = cmpU(x.hi, y.hi)
+	default:
+		c = cmpU(x.lo, y.lo)
+	}
+	return c * int(x.sign)
+}
+
+func cmp3(a, b int64) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
+}
+
+func cmpU(a, b uint64) int {
+	if a < b {
+		return -1
+	}
+	if a > b {
+		return 1
+	}
+	return 0
+}
+
+// parseNumber reads [+-]digits[.digits][(e|E)[+-]digits] exactly.
+func parseNumber(s string) (number, error) {
+	bad := func(why string) (number, error) {
+		return number{}, fmt.Errorf("%w: number %q: %s", ErrUnordered, s, why)
+	}
+	i := 0
+	var n number
+	n.sign = 1
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		if s[i] == '-' {
+			n.sign = -1
+		}
+		i++
+	}
+	var (
+		sawDigit, sawDot bool
+		digits           int    // significant digits taken into the mantissa, zeros included
+		intDigits        int    // significant digits before the dot, pending zeros included
+		leadFrac         int    // zeros after the dot before the first significant digit
+		zeros            int    // zeros after the last non-zero digit, not yet taken
+		acc              uint64 // digits not yet folded into (hi, lo)
+		accN             int    // how many: at most 19, so acc < 10^19
+	)
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '.' {
+			if sawDot {
+				return bad("two decimal points")
+			}
+			sawDot = true
+			continue
+		}
+		if c < '0' || c > '9' {
+			break
+		}
+		sawDigit = true
+		if c == '0' {
+			if digits+zeros == 0 {
+				if sawDot {
+					leadFrac++
+				}
+				continue
+			}
+			// Trailing zeros are not significant: take them only if a
+			// non-zero digit follows.
+			zeros++
+			if !sawDot {
+				intDigits++
+			}
+			continue
+		}
+		if digits+zeros >= MaxDigits {
+			return bad("more than 38 significant digits")
+		}
+		for zeros > 0 {
+			k := min(zeros, 19-accN)
+			acc *= pow10[k]
+			accN += k
+			digits += k
+			zeros -= k
+			if accN == 19 {
+				n.hi, n.lo = mulAdd(n.hi, n.lo, pow10[19], acc)
+				acc, accN = 0, 0
+			}
+		}
+		acc = acc*10 + uint64(c-'0')
+		accN++
+		digits++
+		if accN == 19 {
+			n.hi, n.lo = mulAdd(n.hi, n.lo, pow10[19], acc)
+			acc, accN = 0, 0
+		}
+		if !sawDot {
+			intDigits++
+		}
+	}
+	if !sawDigit {
+		return bad("no digits")
+	}
+	exp := 0
+	if i < len(s) {
+		if s[i] != 'e' && s[i] != 'E' {
+			return bad("unexpected character")
+		}
+		i++
+		neg := false
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			neg = s[i] == '-'
+			i++
+		}
+		if i == len(s) {
+			return bad("empty exponent")
+		}
+		for ; i < len(s); i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return bad("unexpected character in exponent")
+			}
+			exp = exp*10 + int(c-'0')
+			if exp >= maxExpLiteral {
+				return bad("exponent out of range")
+			}
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	if digits == 0 {
+		return number{}, nil // zero, whatever its sign or exponent
+	}
+	// Value = 0.M × 10^e where e counts the integer digits from the first
+	// significant one, or the zeros after the dot before it.
+	e := exp
+	if intDigits > 0 {
+		e += intDigits
+	} else {
+		e -= leadFrac
+	}
+	// DynamoDB's range in d.ddd×10^x form is MinExp ≤ x ≤ MaxExp, x = e-1.
+	if e-1 < MinExp || e-1 > MaxExp {
+		return bad("magnitude outside DynamoDB's range 1E-130 to 9.99E+125")
+	}
+	// Fold the rest and left-align to MaxDigits, so that M compares
+	// directly: 10^38 < 2^127, and at most 19 digits go in per step.
+	n.hi, n.lo = mulAdd(n.hi, n.lo, pow10[accN], acc)
+	for pad := MaxDigits - digits; pad > 0; {
+		k := min(pad, 19)
+		n.hi, n.lo = mulAdd(n.hi, n.lo, pow10[k], 0)
+		pad -= k
+	}
+	n.exp = int16(e)
+	return n, nil
+}
+
+var pow10 = func() (p [20]uint64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// maxExpLiteral bounds the written exponent, even of zero, so that no
+// input makes the parser's arithmetic overflow.
+const maxExpLiteral = 1_000_000
+
+// mulAdd returns (hi,lo)*m + a; callers keep the result below 10^38.
+func mulAdd(hi, lo, m, a uint64) (uint64, uint64) {
+	h, l := bits.Mul64(lo, m)
+	h += hi * m
+	l, carry := bits.Add64(l, a, 0)
+	return h + carry, l
+}
+
+// Word returns the 8 bytes of an S or B key from byte off on, big-endian
+// and zero-padded, and 0 for an N key. For two S or B keys that share their
+// first off bytes, a smaller Word means a smaller key; equal Words decide
+// nothing. Merges compare Words first because a uint64 comparison is
+// cheaper than a byte-wise one, and keys of one partition usually share a
+// long prefix (the date of a timestamp) that the offset skips.
+func (k *Key) Word(off int) uint64 {
+	switch k.kind {
+	case S:
+		return word(k.s, off)
+	case B:
+		return word(k.b, off)
+	}
+	return 0
+}
+
+func word[T string | []byte](s T, off int) uint64 {
+	if off >= len(s) {
+		return 0
+	}
+	s = s[off:]
+	if len(s) >= 8 {
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
+	}
+	var w uint64
+	for i := range 8 {
+		w <<= 8
+		if i < len(s) {
+			w |= uint64(s[i])
+		}
+	}
+	return w
+}
+
+// SharedPrefix returns how many leading bytes two S or B keys share, at
+// most n; 0 for N keys or keys of different kinds.
+func (k *Key) SharedPrefix(o *Key, n int) int {
+	if k.kind != o.kind {
+		return 0
+	}
+	switch k.kind {
+	case S:
+		return shared(k.s, o.s, n)
+	case B:
+		return shared(k.b, o.b, n)
+	}
+	return 0
+}
+
+func shared[T string | []byte](a, b T, n int) int {
+	n = min(n, len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}

@@ -1,0 +1,372 @@
+// Package repo is a typed repository over a sharded DynamoDB table: the
+// layer a Go service puts between its handlers and dynashard.
+//
+// A Repo[T] stores values of T (structs, through attributevalue) under a
+// logical key, the base (a day, a tenant, a status), spread over N physical
+// partition keys by a calculated shard.Strategy (shard.Hash by default). An
+// item is found again by (base, id) with one GetItem; a whole base is listed
+// with a parallel scatter-gather Query, with a limit and an opaque cursor, or
+// counted. Optionally a version attribute gives optimistic locking, a
+// read-through cache takes load off hot items, and one large attribute is
+// stored through package chunk when it outgrows a threshold.
+//
+// Errors callers branch on match ErrNotFound, ErrConflict, ErrBadCursor and
+// ErrInvalid with errors.Is; SDK errors are wrapped once and stay reachable
+// with errors.As.
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/chunk"
+	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/scatter"
+	"github.com/dynashard/dynashard/shard"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: no item has the (base, id).
+	ErrNotFound = shard.ErrNotFound
+	// ErrConflict: with optimistic locking, the stored version is not the
+	// one the value carries: someone else wrote the item first, or it
+	// already exists (version 0) or no longer does.
+	ErrConflict = errors.New("repo: version conflict")
+	// ErrBadCursor: a List cursor that this repository did not issue for
+	// this base, or that was altered.
+	ErrBadCursor = scatter.ErrBadCursor
+	// ErrInvalid: input rejected before any request (empty base or id, an
+	// item too large or lacking its id, a bad value). The error names it.
+	ErrInvalid = errors.New("repo: invalid input")
+)
+
+// invalidError marks a lower layer's validation error as ErrInvalid while
+// keeping that error reachable.
+type invalidError struct{ err error }
+
+func (e invalidError) Error() string        { return e.err.Error() }
+func (e invalidError) Unwrap() error        { return e.err }
+func (e invalidError) Is(target error) bool { return target == ErrInvalid }
+
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, shard.ErrBadItem) || errors.Is(err, scatter.ErrInvalidQuery) ||
+		errors.Is(err, chunk.ErrInvalidKey) || errors.Is(err, chunk.ErrTooLarge) ||
+		errors.Is(err, chunk.ErrReserved) {
+		return invalidError{err}
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) || errors.Is(err, chunk.ErrConflict) {
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	return err
+}
+
+// Client is the part of *dynamodb.Client a Repo uses.
+type Client interface {
+	shard.Client
+	scatter.Client
+}
+
+// Options configures a Repo. The zero value of each field is its default.
+type Options struct {
+	// Strategy spreads a base over physical keys. It must be calculated
+	// (derive the suffix from the id) so Get can find an item with one
+	// request. Default shard.Hash(DefaultShards).
+	Strategy shard.Strategy
+	// Codec joins base and suffix. Default shard.Codec{} ("base.7").
+	Codec shard.Codec
+
+	// Version names a numeric attribute used for optimistic locking. When
+	// set, Put writes only if the stored version equals the value's (0 or
+	// absent: only if the item does not exist yet) and stores version+1;
+	// otherwise it fails with ErrConflict. Default "": last write wins.
+	Version string
+
+	// CacheEntries, when positive, turns on a read-through cache for Get
+	// holding at most that many items and CacheBytes bytes (default 64 MiB)
+	// for CacheTTL (default 1 minute). Writes through this Repo invalidate
+	// their item; writes by other processes are seen after the TTL.
+	CacheEntries int
+	CacheBytes   int64
+	CacheTTL     time.Duration
+
+	// Large stores one attribute through a chunk store so values of any
+	// size fit: see LargeField. Default nil: items must fit DynamoDB's
+	// 400 KB item limit.
+	Large *LargeField
+
+	// MaxConcurrency bounds the parallel Queries of List, All and Count.
+	// Default min(N, scatter.DefaultMaxConcurrency).
+	MaxConcurrency int
+	// CursorKey signs List cursors with HMAC-SHA256; set it when cursors
+	// travel through clients you do not trust. Default: unsigned.
+	CursorKey []byte
+
+	// Encoder and Decoder adjust attributevalue's conversion of T (e.g.
+	// TagKey "json").
+	Encoder func(*attributevalue.EncoderOptions)
+	Decoder func(*attributevalue.DecoderOptions)
+}
+
+// DefaultShards is the shard count of the default strategy.
+const DefaultShards = 16
+
+// Repo is a typed repository of T over one sharded table whose partition
+// key attribute pk holds physical keys (base.N) and whose sort key sk (type
+// S) holds the item's id. Create it with New. Safe for concurrent use.
+type Repo[T any] struct {
+	table *shard.Table[T]
+	sc    *scatter.Scatter
+	name  string
+	pk    string
+	sk    string
+	opts  Options
+	cache *cache[T]
+}
+
+// New returns a Repo over table. It fails with ErrInvalid for an unusable
+// configuration: empty names, a Random strategy, or a Large field without a
+// store.
+func New[T any](c Client, table, pk, sk string, optFns ...func(*Options)) (*Repo[T], error) {
+	var o Options
+	for _, f := range optFns {
+		f(&o)
+	}
+	if o.Strategy == nil {
+		o.Strategy = shard.Hash(DefaultShards)
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 64 << 20
+	}
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = time.Minute
+	}
+	if o.Version != "" && (o.Version == pk || o.Version == sk) {
+		return nil, invalidError{fmt.Errorf("repo: table %s: version attribute %q is a key attribute", table, o.Version)}
+	}
+	if l := o.Large; l != nil {
+		if err := l.check(table, pk, sk, o.Version); err != nil {
+			return nil, invalidError{err}
+		}
+	}
+	t, err := shard.NewTable[T](c, table, pk, sk, o.Strategy, func(so *shard.Options) {
+		so.Codec, so.Encoder, so.Decoder = o.Codec, o.Encoder, o.Decoder
+	})
+	if err != nil {
+		return nil, invalidError{err}
+	}
+	// A Random strategy would make Get impossible; catch it here, not at
+	// the first read.
+	if _, err := t.Key("probe", "probe"); errors.Is(err, shard.ErrNotCalculated) {
+		return nil, invalidError{fmt.Errorf("repo: table %s: %w", table, err)}
+	}
+	r := &Repo[T]{
+		table: t, name: table, pk: pk, sk: sk, opts: o,
+		sc: scatter.New(c, func(so *scatter.Options) {
+			so.MaxConcurrency, so.CursorKey = o.MaxConcurrency, o.CursorKey
+		}),
+	}
+	if o.CacheEntries > 0 {
+		r.cache = newCache[T](o.CacheEntries, o.CacheBytes, o.CacheTTL)
+	}
+	return r, nil
+}
+
+func (r *Repo[T]) encoder() func(*attributevalue.EncoderOptions) {
+	if r.opts.Encoder != nil {
+		return r.opts.Encoder
+	}
+	return func(*attributevalue.EncoderOptions) {}
+}
+
+func (r *Repo[T]) decode(av map[string]types.AttributeValue) (T, error) {
+	var v T
+	dec := r.opts.Decoder
+	if dec == nil {
+		dec = func(*attributevalue.DecoderOptions) {}
+	}
+	if err := attributevalue.UnmarshalMapWithOptions(av, &v, dec); err != nil {
+		return v, fmt.Errorf("repo: table %s: unmarshal into %T: %w", r.name, v, err)
+	}
+	return v, nil
+}
+
+func (r *Repo[T]) cacheKey(base, id string) string {
+	return strconv.Itoa(len(base)) + ":" + base + id
+}
+
+// Put stores v under base and returns it as stored: with optimistic
+// locking, its version attribute is the new version. The id is v's sort-key
+// attribute.
+func (r *Repo[T]) Put(ctx context.Context, base string, v T) (T, error) {
+	av, err := attributevalue.MarshalMapWithOptions(v, r.encoder())
+	if err != nil {
+		return v, invalidError{fmt.Errorf("repo: table %s: marshal %T: %w", r.name, v, err)}
+	}
+	id, _ := av[r.sk].(*types.AttributeValueMemberS)
+	if id == nil {
+		return v, invalidError{fmt.Errorf("repo: table %s: %T has no string attribute %q (the id)", r.name, v, r.sk)}
+	}
+	var cond expression.ConditionBuilder
+	if r.opts.Version != "" {
+		cur, err := versionOf(av, r.opts.Version)
+		if err != nil {
+			return v, invalidError{fmt.Errorf("repo: table %s id %q: %w", r.name, id.Value, err)}
+		}
+		if cur == 0 {
+			cond = expression.AttributeNotExists(expression.Name(r.pk))
+		} else {
+			cond = expression.Name(r.opts.Version).Equal(expression.Value(cur))
+		}
+		av[r.opts.Version] = &types.AttributeValueMemberN{Value: strconv.FormatInt(cur+1, 10)}
+		if v, err = r.decode(av); err != nil {
+			return v, err
+		}
+	}
+	if r.cache != nil {
+		defer r.cache.invalidate(r.cacheKey(base, id.Value))
+	}
+	if r.opts.Large != nil {
+		return v, classify(r.putLarge(ctx, base, id.Value, av, cond))
+	}
+	return v, classify(r.table.Put(ctx, base, v, func(o *shard.WriteOptions) { o.Condition = cond }))
+}
+
+func versionOf(av map[string]types.AttributeValue, name string) (int64, error) {
+	switch n := av[name].(type) {
+	case nil, *types.AttributeValueMemberNULL:
+		return 0, nil
+	case *types.AttributeValueMemberN:
+		v, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("version attribute %q = %q, want a whole number >= 0", name, n.Value)
+		}
+		return v, nil
+	default:
+		return 0, fmt.Errorf("version attribute %q is %T, want a number", name, n)
+	}
+}
+
+// Get returns the item with id under base: one GetItem on the computed
+// physical key (plus the chunk reads of a large attribute), or a cache hit.
+func (r *Repo[T]) Get(ctx context.Context, base, id string) (T, error) {
+	if r.cache == nil {
+		return r.get(ctx, base, id)
+	}
+	return r.cache.get(ctx, r.cacheKey(base, id), func(ctx context.Context) (T, int64, error) {
+		v, err := r.get(ctx, base, id)
+		if err != nil {
+			return v, 0, err
+		}
+		// Weigh the entry by its stored size, the closest cheap measure of
+		// the memory it holds.
+		av, err := attributevalue.MarshalMapWithOptions(v, r.encoder())
+		if err != nil {
+			return v, 0, err
+		}
+		size, err := ddbsize.ItemSize(av)
+		return v, int64(size), err
+	})
+}
+
+func (r *Repo[T]) get(ctx context.Context, base, id string) (T, error) {
+	if r.opts.Large != nil {
+		return r.getLarge(ctx, base, id)
+	}
+	v, err := r.table.Get(ctx, base, id)
+	return v, classify(err)
+}
+
+// Delete removes the item with id under base. Deleting an absent item is
+// not an error.
+func (r *Repo[T]) Delete(ctx context.Context, base, id string) error {
+	if r.cache != nil {
+		defer r.cache.invalidate(r.cacheKey(base, id))
+	}
+	if r.opts.Large != nil {
+		return classify(r.deleteLarge(ctx, base, id))
+	}
+	return classify(r.table.Delete(ctx, base, id))
+}
+
+func (r *Repo[T]) query(base string) scatter.Query {
+	return scatter.Query{
+		Table: r.name, PartitionKey: r.pk, SortKey: r.sk,
+		Base: base, Strategy: r.opts.Strategy, Codec: r.opts.Codec,
+	}
+}
+
+// List returns up to limit items of base in id order, starting after
+// cursor ("" for the first page), and the cursor of the next page ("" when
+// there is none). Cursors are bound to this table and base.
+func (r *Repo[T]) List(ctx context.Context, base string, limit int, cursor string) ([]T, string, error) {
+	if limit < 1 {
+		return nil, "", invalidError{fmt.Errorf("repo: table %s: limit %d, want >= 1", r.name, limit)}
+	}
+	items, next, err := r.sc.Page(ctx, r.query(base), limit, scatter.Cursor(cursor))
+	if err != nil {
+		return nil, "", classify(err)
+	}
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		v, err := r.fromStored(ctx, base, it.Attrs)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, v)
+	}
+	return out, string(next), nil
+}
+
+// All yields every item of base in id order. Breaking out of the loop
+// stops the reads.
+func (r *Repo[T]) All(ctx context.Context, base string) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for it, err := range r.sc.All(ctx, r.query(base)) {
+			var v T
+			if err == nil {
+				v, err = r.fromStored(ctx, base, it.Attrs)
+			}
+			if !yield(v, classify(err)) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Count returns the number of items under base, counted by DynamoDB
+// without transferring them.
+func (r *Repo[T]) Count(ctx context.Context, base string) (int64, error) {
+	n, err := r.sc.Count(ctx, r.query(base))
+	return n, classify(err)
+}
+
+// CacheStats reports the read-through cache's counters; all zero when the
+// cache is off.
+func (r *Repo[T]) CacheStats() CacheStats {
+	if r.cache == nil {
+		return CacheStats{}
+	}
+	return r.cache.stats()
+}
+
+// fromStored turns a listed item into T, reading its large attribute's
+// chunks if it has any.
+func (r *Repo[T]) fromStored(ctx context.Context, base string, av map[string]types.AttributeValue) (T, error) {
+	if r.opts.Large != nil {
+		return r.resolveLarge(ctx, base, av)
+	}
+	return r.decode(av)
+}
