@@ -31,6 +31,7 @@ type command struct {
 // commands is the subcommand table; later subcommands (bench) add a row.
 var commands = map[string]command{
 	"analyze": {"show how evenly strategies spread a sample of ids", runAnalyze},
+	"bench":   {"measure the library against naive baselines on a local server", runBench},
 	"plan":    {"partition counts for a table and a shard count for a hot key", runPlan},
 }
 

@@ -1,0 +1,459 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/faultproxy"
+	"github.com/dynashard/dynashard/internal/localddb"
+	"github.com/dynashard/dynashard/shard"
+)
+
+// benchConfig is what the bench flags select. Durations and counts are the
+// full run's unless -quick replaced the ones not given explicitly.
+type benchConfig struct {
+	quick     bool
+	server    string // ddblocal or dynalite
+	endpoint  string // external endpoint, overrides server
+	scenarios map[int]bool
+
+	// The capacity model (faultproxy), per partition-key value.
+	wcu, rcu float64
+	burst    time.Duration
+
+	// SDK client: attempts and the retry backoff base (0: the SDK's own).
+	attempts int
+	backoff  time.Duration
+
+	// 1: hot-day writes.
+	writeNs  []int
+	duration time.Duration
+	warmup   time.Duration
+	workers  int // writers per shard
+
+	// 2: day reads.
+	readNs    []int
+	readItems int // items per shard
+	reps      int
+	latency   time.Duration
+
+	// 3: merge.
+	mergeShards, mergeItems int
+	mergeTime               time.Duration
+
+	// 4: strategies.
+	ids, skewN int
+
+	// 5: bulk load.
+	loadKeys    int
+	loadSeconds float64 // items per key = wcu × loadSeconds
+
+	// 6: chunks.
+	chunkMiB, chunkReps int
+
+	out        string
+	note       string
+	plotFormat string
+	cpuProfile string
+}
+
+// quickDefaults are the -quick values of flags the user did not set: small
+// enough that every scenario together finishes in under a minute on a
+// 2-core machine, large enough that each figure means something.
+var quickDefaults = map[string]string{
+	"n":            "2,8,32",
+	"duration":     "2s",
+	"warmup":       "500ms",
+	"read-n":       "8,64,200",
+	"read-items":   "5",
+	"reps":         "3",
+	"merge-items":  "500",
+	"merge-time":   "1s",
+	"ids":          "50000",
+	"load-keys":    "16",
+	"load-seconds": "3",
+	"chunk-mib":    "8",
+	"chunk-reps":   "1",
+}
+
+var scenarioNames = map[int]string{
+	1: "hot-day writes",
+	2: "day reads",
+	3: "merge",
+	4: "calculated strategies",
+	5: "bulk load",
+	6: "chunks",
+}
+
+// runBench is "dynashard bench": it starts a server (or uses -endpoint),
+// puts internal/faultproxy in front of it with DynamoDB's per-key limits
+// scaled down, runs each selected scenario beside its naive baseline, and
+// prints a Markdown report to stdout (progress goes to stderr). With -out it
+// also writes results.md and the plots there. An interrupt stops the run and
+// still prints what was measured.
+func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := parseBench(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	b := &bencher{cfg: cfg, prog: newProgress(stderr)}
+	defer b.close()
+	rep, err := b.run(ctx)
+	b.prog.done()
+	if rep != nil {
+		fmt.Fprint(stdout, rep.markdown(""))
+		if cfg.out != "" {
+			if werr := rep.write(cfg.out, cfg.plotFormat); werr != nil {
+				err = errors.Join(err, werr)
+			} else {
+				fmt.Fprintf(stderr, "wrote %s\n", filepath.Join(cfg.out, "results.md"))
+			}
+		}
+	}
+	return err
+}
+
+// parseBench parses the bench flags; -quick replaces the defaults of the
+// flags not given.
+func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
+	fs := newFlags("bench", stderr)
+	cfg := benchConfig{}
+	fs.BoolVar(&cfg.quick, "quick", false, "small sizes and short runs: all scenarios in under a minute")
+	fs.StringVar(&cfg.server, "server", "ddblocal", "local server to start: ddblocal (DynamoDB Local) or dynalite")
+	fs.StringVar(&cfg.endpoint, "endpoint", "", "use this running DynamoDB endpoint (http://host:port) instead of starting a server")
+	scen := fs.String("scenarios", "1,2,3,4,5,6", "scenarios to run: 1 writes, 2 reads, 3 merge, 4 strategies, 5 bulk load, 6 chunks")
+	fs.Float64Var(&cfg.wcu, "wcu", 100, "modelled write capacity per partition-key value, WCU/s (DynamoDB: 1000, scaled down)")
+	fs.Float64Var(&cfg.rcu, "rcu", 300, "modelled read capacity per partition-key value, RCU/s (DynamoDB: 3000, scaled down)")
+	fs.DurationVar(&cfg.burst, "burst", 100*time.Millisecond, "unused capacity a key keeps, as a duration of its rate (DynamoDB: up to 300s, best effort)")
+	fs.IntVar(&cfg.attempts, "attempts", 3, "SDK attempts per request (the SDK's retries stay on)")
+	fs.DurationVar(&cfg.backoff, "backoff", 25*time.Millisecond, "base of the SDK retryer's full-jitter exponential backoff, capped at 1s; 0 keeps the SDK's default (0-2s on the first retry)")
+	writeNs := fs.String("n", "2,4,8,16,32", "scenario 1: shard counts N (the unsharded baseline always runs)")
+	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "scenario 1: measured time per N")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "scenario 1: unmeasured time before each measurement (drains burst credit)")
+	fs.IntVar(&cfg.workers, "workers", 4, "scenario 1: concurrent writers per shard (at least 8 in all)")
+	readNs := fs.String("read-n", "8,16,32,64,128,200", "scenario 2: shard counts N")
+	fs.IntVar(&cfg.readItems, "read-items", 20, "scenario 2: items per shard")
+	fs.IntVar(&cfg.reps, "reps", 5, "scenario 2: timed reads per N and method (the median is reported)")
+	fs.DurationVar(&cfg.latency, "latency", 5*time.Millisecond, "scenario 2: latency added to every request")
+	fs.IntVar(&cfg.mergeShards, "merge-shards", 200, "scenario 3: shards merged")
+	fs.IntVar(&cfg.mergeItems, "merge-items", 5000, "scenario 3: items per shard")
+	fs.DurationVar(&cfg.mergeTime, "merge-time", 2*time.Second, "scenario 3: minimum time per method")
+	fs.IntVar(&cfg.ids, "ids", 200000, "scenario 4: ids per family")
+	fs.IntVar(&cfg.skewN, "skew-n", 200, "scenario 4: shard count N")
+	fs.IntVar(&cfg.loadKeys, "load-keys", 32, "scenario 5: partition keys loaded")
+	fs.Float64Var(&cfg.loadSeconds, "load-seconds", 10, "scenario 5: items per key as seconds of -wcu (the interleaved load's ideal duration)")
+	fs.IntVar(&cfg.chunkMiB, "chunk-mib", 64, "scenario 6: payload size in MiB")
+	fs.IntVar(&cfg.chunkReps, "chunk-reps", 3, "scenario 6: timed runs per method (the median is reported)")
+	fs.StringVar(&cfg.out, "out", "", "write results.md and plots to this directory")
+	fs.StringVar(&cfg.note, "note", "", "a remark printed at the top of the results (e.g. what else ran on the machine)")
+	fs.StringVar(&cfg.plotFormat, "plot", "png", "plot format: png or svg")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: dynashard bench [-quick] [-server ddblocal|dynalite | -endpoint URL] [-scenarios 1,2,...] [-out DIR] [flags]")
+		fmt.Fprintln(stderr, "Runs each scenario beside its naive baseline against a local server behind a proxy")
+		fmt.Fprintln(stderr, "that models DynamoDB's per-partition-key limits, and prints a Markdown report.")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if cfg.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range quickDefaults {
+			if !set[name] {
+				if err := fs.Set(name, v); err != nil {
+					return cfg, err
+				}
+			}
+		}
+	}
+	if err := cfg.check(*scen, *writeNs, *readNs); err != nil {
+		return cfg, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return cfg, nil
+}
+
+// check validates the flags and fills the parsed lists.
+func (c *benchConfig) check(scen, writeNs, readNs string) error {
+	var err error
+	if c.endpoint == "" && c.server != string(localddb.DynamoDBLocal) && c.server != string(localddb.Dynalite) {
+		return fmt.Errorf("-server %q: want ddblocal or dynalite", c.server)
+	}
+	if c.endpoint != "" && !strings.HasPrefix(c.endpoint, "http://") && !strings.HasPrefix(c.endpoint, "https://") {
+		return fmt.Errorf("-endpoint %q: want http(s)://host:port", c.endpoint)
+	}
+	list, err := intList("scenarios", scen)
+	if err != nil {
+		return err
+	}
+	c.scenarios = map[int]bool{}
+	for _, s := range list {
+		if scenarioNames[s] == "" {
+			return fmt.Errorf("-scenarios: no scenario %d (want 1..6)", s)
+		}
+		c.scenarios[s] = true
+	}
+	if c.writeNs, err = intList("n", writeNs); err != nil {
+		return err
+	}
+	if c.readNs, err = intList("read-n", readNs); err != nil {
+		return err
+	}
+	for _, n := range append(append([]int{c.skewN, c.mergeShards}, c.writeNs...), c.readNs...) {
+		if err := shard.CheckN(n); err != nil {
+			return fmt.Errorf("shard count: %v", err)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"wcu", c.wcu}, {"rcu", c.rcu}, {"load-seconds", c.loadSeconds}} {
+		if !(f.v > 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("-%s %v: want a positive number", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"attempts", c.attempts}, {"workers", c.workers}, {"read-items", c.readItems}, {"reps", c.reps},
+		{"merge-items", c.mergeItems}, {"ids", c.ids}, {"load-keys", c.loadKeys}, {"chunk-mib", c.chunkMiB}, {"chunk-reps", c.chunkReps},
+	} {
+		if f.v < 1 {
+			return fmt.Errorf("-%s %d: want at least 1", f.name, f.v)
+		}
+	}
+	if c.duration <= 0 || c.warmup < 0 || c.latency < 0 || c.burst < 0 || c.backoff < 0 || c.mergeTime < 0 {
+		return fmt.Errorf("durations must not be negative (and -duration positive)")
+	}
+	if c.plotFormat != "png" && c.plotFormat != "svg" {
+		return fmt.Errorf("-plot %q: want png or svg", c.plotFormat)
+	}
+	return nil
+}
+
+func intList(name, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("-%s: %q is not an integer", name, f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-%s: empty list", name)
+	}
+	return out, nil
+}
+
+// bencher runs the scenarios and owns the server they run against.
+type bencher struct {
+	cfg  benchConfig
+	prog *progress
+
+	kind     localddb.Kind
+	srv      *localddb.Server // nil for an external endpoint
+	endpoint string
+	served   int // scenarios run on srv
+
+	tableSeq atomic.Int64
+}
+
+// run runs the selected scenarios in order and returns the report, complete
+// up to the first scenario that failed.
+func (b *bencher) run(ctx context.Context) (*report, error) {
+	rep := &report{cfg: b.cfg, machine: readMachine(), started: time.Now().UTC()}
+	b.kind = localddb.Kind(b.cfg.server)
+	if b.cfg.endpoint != "" {
+		b.kind, b.endpoint = localddb.External, b.cfg.endpoint
+	}
+	rep.server = "none (the scenarios run need no server)"
+	for _, n := range []int{1, 2, 5, 6} {
+		if b.cfg.scenarios[n] {
+			rep.server = serverDescription(b.kind, b.endpoint) + ", behind internal/faultproxy on loopback"
+		}
+	}
+	steps := []struct {
+		n   int
+		run func(context.Context) (*section, error)
+	}{{1, b.writes}, {2, b.reads}, {3, b.merge}, {4, b.skew}, {5, b.load}, {6, b.chunks}}
+	total := len(b.cfg.scenarios)
+	i := 0
+	for _, s := range steps {
+		if !b.cfg.scenarios[s.n] {
+			continue
+		}
+		i++
+		b.prog.scenario(fmt.Sprintf("[%d/%d] %d %s", i, total, s.n, scenarioNames[s.n]))
+		sec, err := s.run(ctx)
+		if sec != nil {
+			sec.number = s.n
+			rep.sections = append(rep.sections, sec)
+		}
+		if err != nil {
+			return rep, fmt.Errorf("scenario %d (%s): %w", s.n, scenarioNames[s.n], err)
+		}
+	}
+	rep.elapsed = time.Since(rep.started)
+	return rep, nil
+}
+
+func (b *bencher) close() {
+	if b.srv != nil {
+		b.srv.Close()
+		b.srv = nil
+	}
+}
+
+// server returns the endpoint of a running server, starting one if needed.
+// dynalite leaks memory with every Query, so each scenario gets a fresh one.
+func (b *bencher) server(ctx context.Context) (string, error) {
+	if b.kind == localddb.External {
+		return b.endpoint, nil
+	}
+	if b.srv != nil && b.kind == localddb.Dynalite && b.served > 0 {
+		b.prog.status("restarting dynalite")
+		b.srv.Close()
+		b.srv = nil
+	}
+	if b.srv == nil {
+		b.prog.status("starting " + string(b.kind))
+		s, err := localddb.Start(ctx, b.kind)
+		if err != nil {
+			return "", err
+		}
+		b.srv, b.served = s, 0
+	}
+	b.served++
+	return b.srv.Endpoint, nil
+}
+
+// newTable creates an on-demand table keyed by the given "name:type" specs
+// (partition key first, then sort key), on the server behind direct, and
+// returns its name and a function deleting it.
+func (b *bencher) newTable(ctx context.Context, direct *dynamodb.Client, keys ...string) (string, func(), error) {
+	// Not ddbtest.TableInput: that package imports testing, which has no
+	// place in the command's binary.
+	name := fmt.Sprintf("bench_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6, b.tableSeq.Add(1))
+	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
+	for i, spec := range keys {
+		attr, typ, _ := strings.Cut(spec, ":")
+		kt := types.KeyTypeHash
+		if i == 1 {
+			kt = types.KeyTypeRange
+		}
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{
+			AttributeName: aws.String(attr), AttributeType: types.ScalarAttributeType(typ),
+		})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(attr), KeyType: kt})
+	}
+	if err := localddb.CreateTable(ctx, direct, in); err != nil {
+		return "", nil, err
+	}
+	return name, func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		direct.DeleteTable(dctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	}, nil
+}
+
+// proxy starts a fault proxy in front of endpoint with the capacity model
+// and the given latency.
+func (b *bencher) proxy(endpoint string, latency time.Duration) (*faultproxy.Proxy, error) {
+	return faultproxy.New(endpoint, faultproxy.Config{
+		WCU: b.cfg.wcu, RCU: b.cfg.rcu, Burst: b.burst(), Latency: latency, Seed: 1,
+	})
+}
+
+// burst is the proxy's bucket depth; the proxy reads zero as one second.
+func (b *bencher) burst() time.Duration {
+	if b.cfg.burst <= 0 {
+		return time.Nanosecond
+	}
+	return b.cfg.burst
+}
+
+// client returns an SDK client for endpoint set up for fan-out: the SDK's
+// retries on (cfg.attempts), no client-side retry quota (a shared quota
+// drained by many throttled goroutines fails every call at once), enough
+// idle connections for conns concurrent requests, and, unless -backoff 0,
+// a full-jitter backoff from cfg.backoff instead of the SDK's 0-2 s first
+// retry, which leaves a throttled key idle for most of a second.
+func (b *bencher) client(endpoint string, conns int) *dynamodb.Client {
+	conns = max(conns, 16)
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConns = conns
+		tr.MaxIdleConnsPerHost = conns
+	})
+	return localddb.NewClient(endpoint, func(o *dynamodb.Options) {
+		o.HTTPClient = hc
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.RateLimiter = ratelimit.None
+			so.MaxAttempts = b.cfg.attempts
+			if b.cfg.backoff > 0 {
+				so.Backoff = fullJitter(b.cfg.backoff, time.Second)
+			}
+		})
+	})
+}
+
+// fullJitter waits a random time in [0, min(maxDelay, base·2^attempt)).
+func fullJitter(base, maxDelay time.Duration) retry.BackoffDelayerFunc {
+	return func(attempt int, _ error) (time.Duration, error) {
+		d := maxDelay
+		if attempt < 30 {
+			d = min(maxDelay, base<<attempt)
+		}
+		return time.Duration(randFloat() * float64(d)), nil
+	}
+}
+
+// isThrottle reports whether err is DynamoDB's throttling answer.
+func isThrottle(err error) bool {
+	var pt *types.ProvisionedThroughputExceededException
+	var te *types.ThrottlingException
+	var rl *types.RequestLimitExceeded
+	return errors.As(err, &pt) || errors.As(err, &te) || errors.As(err, &rl)
+}
