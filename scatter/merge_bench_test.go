@@ -86,7 +86,11 @@ func mergeAll(b *testing.B, p *plan, data [][][]map[string]types.AttributeValue)
 			return
 		}
 		next[sh.ord]++
-		res := &result{ord: sh.ord, items: pages[i]}
+		keys, err := parseKeys(pages[i], "sk") // the request goroutine's share, counted here
+		if err != nil {
+			b.Fatal(err)
+		}
+		res := &result{ord: sh.ord, items: pages[i], keys: keys}
 		if i+1 < len(pages) {
 			res.lek = pages[i][len(pages[i])-1] // stands in for LastEvaluatedKey
 		}
@@ -161,6 +165,19 @@ func BenchmarkMerge(b *testing.B) {
 			perItem(b, total, func() {
 				if n := mergeAll(b, p, data); n != total {
 					b.Fatalf("merged %d items, want %d", n, total)
+				}
+			})
+		})
+		// The same merge over 20 items per shard, which stay in cache: what
+		// the merge costs apart from first touching each item in memory.
+		b.Run(fmt.Sprintf("%c/heap-in-cache", kind), func(b *testing.B) {
+			small := make([][][]map[string]types.AttributeValue, len(data))
+			for s := range data {
+				small[s] = [][]map[string]types.AttributeValue{data[s][0][:20]}
+			}
+			perItem(b, benchShards*20, func() {
+				if n := mergeAll(b, p, small); n != benchShards*20 {
+					b.Fatalf("merged %d items, want %d", n, benchShards*20)
 				}
 			})
 		})

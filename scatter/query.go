@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"maps"
 	"slices"
 	"strings"
@@ -374,7 +373,7 @@ func fingerprint(p *plan) [16]byte {
 	for _, k := range slices.Sorted(maps.Keys(usedV)) {
 		str(k)
 		if v, ok := p.values[k]; ok {
-			hashAV(h, str, v)
+			hashAV(str, v)
 		}
 	}
 	if p.desc {
@@ -393,7 +392,7 @@ func fingerprint(p *plan) [16]byte {
 }
 
 // hashAV writes a canonical encoding of v: equal values hash equally.
-func hashAV(h hash.Hash, str func(string), v types.AttributeValue) {
+func hashAV(str func(string), v types.AttributeValue) {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
 		str("S")
@@ -431,14 +430,14 @@ func hashAV(h hash.Hash, str func(string), v types.AttributeValue) {
 		str("L")
 		str(fmt.Sprint(len(v.Value)))
 		for _, e := range v.Value {
-			hashAV(h, str, e)
+			hashAV(str, e)
 		}
 	case *types.AttributeValueMemberM:
 		str("M")
 		str(fmt.Sprint(len(v.Value)))
 		for _, k := range slices.Sorted(maps.Keys(v.Value)) {
 			str(k)
-			hashAV(h, str, v.Value[k])
+			hashAV(str, v.Value[k])
 		}
 	default:
 		str(fmt.Sprintf("%T", v))

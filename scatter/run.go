@@ -55,7 +55,8 @@ type shardState struct {
 	ord      int
 	items    []map[string]types.AttributeValue // current page
 	i        int                               // next item in items
-	key      keyorder.Key                      // sort key of items[i] (ordered)
+	keys     []keyorder.Key                    // sort keys of items (ordered)
+	key      *keyorder.Key                     // &keys[i], or a zero Key without sort key
 	word     uint64                            // key.Word(run.pfx), for S and B keys
 	lek      map[string]types.AttributeValue   // LastEvaluatedKey of the current page
 	esk      map[string]types.AttributeValue   // ExclusiveStartKey of the next request
@@ -79,6 +80,7 @@ type request struct {
 type result struct {
 	ord   int
 	items []map[string]types.AttributeValue
+	keys  []keyorder.Key // parsed where the page arrived, while it is in cache
 	lek   map[string]types.AttributeValue
 	err   error
 }
@@ -144,7 +146,33 @@ func (r *run) fetch(req request) result {
 		return result{ord: req.ord, err: r.shardErr(req.ord, err)}
 	}
 	r.s.addQuery(out)
-	return result{ord: req.ord, items: out.Items, lek: out.LastEvaluatedKey}
+	res := result{ord: req.ord, items: out.Items, lek: out.LastEvaluatedKey}
+	if r.p.ordered && r.p.skAttr != "" {
+		if res.keys, err = parseKeys(out.Items, r.p.skAttr); err != nil {
+			return result{ord: req.ord, err: r.shardErr(req.ord, err)}
+		}
+	}
+	return res
+}
+
+// parseKeys parses every item's sort key. The request goroutine does it,
+// in parallel with the merge and while the fresh page is in cache, which
+// leaves the merge comparing compact keys instead of looking them up in
+// maps spread over memory.
+func parseKeys(items []map[string]types.AttributeValue, attr string) ([]keyorder.Key, error) {
+	keys := make([]keyorder.Key, len(items))
+	for i, it := range items {
+		v, ok := it[attr]
+		if !ok {
+			return nil, fmt.Errorf("scatter: item has no sort key attribute %q", attr)
+		}
+		k, err := keyorder.Parse(v)
+		if err != nil {
+			return nil, fmt.Errorf("scatter: sort key %q: %w", attr, err)
+		}
+		keys[i] = k
+	}
+	return keys, nil
 }
 
 func (r *run) shardErr(ord int, err error) *ShardError {
@@ -211,7 +239,7 @@ func (r *run) install(sh *shardState) {
 		r.failures = append(r.failures, res.err.(*ShardError))
 		return
 	}
-	sh.items, sh.i, sh.lek = res.items, 0, res.lek
+	sh.items, sh.keys, sh.i, sh.lek = res.items, res.keys, 0, res.lek
 	if res.lek == nil {
 		if len(res.items) == 0 {
 			sh.done = true
@@ -265,7 +293,7 @@ func (r *run) next() (Item, bool, error) {
 	sh.i++
 	sh.pos = it
 	if sh.i == len(sh.items) {
-		sh.items, sh.i = nil, 0
+		sh.items, sh.keys, sh.i = nil, nil, 0
 		if sh.lek != nil {
 			sh.pos = sh.lek
 		} else {
@@ -307,18 +335,15 @@ func (r *run) head(sh *shardState) (bool, error) {
 	}
 }
 
+var noKey keyorder.Key
+
+// parseKey makes the shard's current item's key its head key.
 func (r *run) parseKey(sh *shardState) error {
 	if r.p.skAttr == "" {
-		return nil // no sort key: all equal, suffix decides
+		sh.key = &noKey // no sort key: all equal, suffix decides
+		return nil
 	}
-	v, ok := sh.items[sh.i][r.p.skAttr]
-	if !ok {
-		return r.shardErr(sh.ord, fmt.Errorf("scatter: item has no sort key attribute %q", r.p.skAttr))
-	}
-	k, err := keyorder.Parse(v)
-	if err != nil {
-		return r.shardErr(sh.ord, fmt.Errorf("scatter: sort key %q: %w", r.p.skAttr, err))
-	}
+	k := &sh.keys[sh.i]
 	if !r.kindSet {
 		r.kind, r.kindSet = k.Kind(), true
 	} else if k.Kind() != r.kind {
@@ -337,12 +362,12 @@ func (r *run) parseKey(sh *shardState) error {
 // happens at most once per byte of the first key.
 func (r *run) setWord(sh *shardState) {
 	if !r.refSet {
-		r.ref, r.refSet, r.pfx = sh.key, true, math.MaxInt
+		r.ref, r.refSet, r.pfx = *sh.key, true, math.MaxInt
 	}
 	if p := sh.key.SharedPrefix(&r.ref, r.pfx); p < r.pfx {
 		r.pfx = p
 		for i := range r.shards {
-			if o := &r.shards[i]; o != sh && o.i < len(o.items) {
+			if o := &r.shards[i]; o != sh && o.key != nil && o.i < len(o.items) {
 				o.word = o.key.Word(p)
 			}
 		}
@@ -429,7 +454,7 @@ func (r *run) less(a, b *shardState) bool {
 	case a.word > b.word:
 		c = 1
 	default:
-		c = a.key.Compare(&b.key)
+		c = a.key.Compare(b.key)
 	}
 	if c == 0 {
 		c = a.ord - b.ord
