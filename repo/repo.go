@@ -207,10 +207,21 @@ func (r *Repo[T]) cacheKey(base, id string) string {
 	return strconv.Itoa(len(base)) + ":" + base + id
 }
 
+// Create stores v under base only if no item has its id yet; otherwise it
+// fails with ErrConflict. With optimistic locking it is Put of a value
+// whose version is 0.
+func (r *Repo[T]) Create(ctx context.Context, base string, v T) (T, error) {
+	return r.put(ctx, base, v, true)
+}
+
 // Put stores v under base and returns it as stored: with optimistic
 // locking, its version attribute is the new version. The id is v's sort-key
 // attribute.
 func (r *Repo[T]) Put(ctx context.Context, base string, v T) (T, error) {
+	return r.put(ctx, base, v, false)
+}
+
+func (r *Repo[T]) put(ctx context.Context, base string, v T, create bool) (T, error) {
 	av, err := attributevalue.MarshalMapWithOptions(v, r.encoder())
 	if err != nil {
 		return v, invalidError{fmt.Errorf("repo: table %s: marshal %T: %w", r.name, v, err)}
@@ -220,14 +231,20 @@ func (r *Repo[T]) Put(ctx context.Context, base string, v T) (T, error) {
 		return v, invalidError{fmt.Errorf("repo: table %s: %T has no string attribute %q (the id)", r.name, v, r.sk)}
 	}
 	var cond expression.ConditionBuilder
+	if create {
+		cond = expression.AttributeNotExists(expression.Name(r.pk))
+	}
 	if r.opts.Version != "" {
 		cur, err := versionOf(av, r.opts.Version)
 		if err != nil {
 			return v, invalidError{fmt.Errorf("repo: table %s id %q: %w", r.name, id.Value, err)}
 		}
-		if cur == 0 {
+		switch {
+		case cur == 0:
 			cond = expression.AttributeNotExists(expression.Name(r.pk))
-		} else {
+		case create:
+			return v, invalidError{fmt.Errorf("repo: table %s id %q: Create of a value with version %d, want 0", r.name, id.Value, cur)}
+		default:
 			cond = expression.Name(r.opts.Version).Equal(expression.Value(cur))
 		}
 		av[r.opts.Version] = &types.AttributeValueMemberN{Value: strconv.FormatInt(cur+1, 10)}

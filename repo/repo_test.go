@@ -360,3 +360,40 @@ func TestLargeFieldWithVersion(t *testing.T) {
 		}
 	})
 }
+
+func TestCreate(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		table := s.Table(t, "pk:S", "sk:S")
+		r, err := repo.New[Order](s.Client(), table, "pk", "sk")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Create(ctx, "d", Order{ID: "a", Amount: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Create(ctx, "d", Order{ID: "a", Amount: 2}); !errors.Is(err, repo.ErrConflict) {
+			t.Errorf("second Create: got %v, want ErrConflict", err)
+		}
+		if got, _ := r.Get(ctx, "d", "a"); got.Amount != 1 {
+			t.Errorf("after refused Create: amount %d, want 1", got.Amount)
+		}
+		// The same id under another base is another item.
+		if _, err := r.Create(ctx, "e", Order{ID: "a"}); err != nil {
+			t.Errorf("Create under another base: %v", err)
+		}
+		st := chunk.New(s.Client(), table, s.Table(t, "ChunkKey:S"))
+		big, err := repo.New[Reply](s.Client(), table, "pk", "sk", func(o *repo.Options) {
+			o.Large = &repo.LargeField{Attribute: "body", Store: st}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := big.Create(ctx, "t", Reply{ID: "r", Body: bytes.Repeat([]byte("z"), 500_000)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := big.Create(ctx, "t", Reply{ID: "r", Body: []byte("other")}); !errors.Is(err, repo.ErrConflict) {
+			t.Errorf("second large Create: got %v, want ErrConflict", err)
+		}
+	})
+}
