@@ -1,18 +1,3 @@
-// Package repo is a typed repository over a sharded DynamoDB table: the
-// layer a Go service puts between its handlers and dynashard.
-//
-// A Repo[T] stores values of T (structs, through attributevalue) under a
-// logical key, the base (a day, a tenant, a status), spread over N physical
-// partition keys by a calculated shard.Strategy (shard.Hash by default). An
-// item is found again by (base, id) with one GetItem; a whole base is listed
-// with a parallel scatter-gather Query, with a limit and an opaque cursor, or
-// counted. Optionally a version attribute gives optimistic locking, a
-// read-through cache takes load off hot items, and one large attribute is
-// stored through package chunk when it outgrows a threshold.
-//
-// Errors callers branch on match ErrNotFound, ErrConflict, ErrBadCursor and
-// ErrInvalid with errors.Is; SDK errors are wrapped once and stay reachable
-// with errors.As.
 package repo
 
 import (

@@ -1,12 +1,3 @@
-// Package timeseries keeps time-ordered data in one table per period, as the
-// DynamoDB guide advises for time series: the current period's table takes
-// the writes and carries the throughput, older tables are read rarely, and
-// data past a retention horizon goes by deleting whole tables, which costs
-// nothing per item, instead of deleting items one by one.
-//
-// A Router maps a time to its period's table name (orders_2026-11-22,
-// orders_2026-W47 or orders_2026-11) and back. Tables adds the I/O: creating
-// upcoming periods' tables ahead of time, and retention.
 package timeseries
 
 import (
