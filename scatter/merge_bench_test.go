@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,14 +54,17 @@ func benchData(kind byte) [][][]map[string]types.AttributeValue {
 		pk := shard.Key("2014-07-09", s+1)
 		items := make([]map[string]types.AttributeValue, benchPerShard)
 		for i, sk := range sks {
-			// A fresh copy of the key value, next to its map, as the SDK makes.
+			// A fresh copy of the key value, its bytes included, next to its
+			// map, as the SDK makes when it decodes a page: the values were
+			// generated before sorting, so reusing their bytes would scatter
+			// them over memory in an order no response has.
 			switch v := sk.(type) {
 			case *types.AttributeValueMemberS:
-				sk = &types.AttributeValueMemberS{Value: v.Value}
+				sk = &types.AttributeValueMemberS{Value: strings.Clone(v.Value)}
 			case *types.AttributeValueMemberN:
-				sk = &types.AttributeValueMemberN{Value: v.Value}
+				sk = &types.AttributeValueMemberN{Value: strings.Clone(v.Value)}
 			}
-			items[i] = map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": sk}
+			items[i] = map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: strings.Clone(pk)}, "sk": sk}
 		}
 		for len(items) > 0 {
 			n := min(benchPage, len(items))

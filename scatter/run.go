@@ -45,9 +45,6 @@ type run struct {
 	stopped  bool          // a shard needed a page beyond maxPgs
 	kindSet  bool
 	kind     keyorder.Kind
-	ref      keyorder.Key // ordered S or B keys: a key seen, sharing the first pfx bytes with every head
-	refSet   bool
-	pfx      int
 	failures []*ShardError
 }
 
@@ -57,7 +54,6 @@ type shardState struct {
 	i        int                               // next item in items
 	keys     []keyorder.Key                    // sort keys of items (ordered)
 	key      *keyorder.Key                     // &keys[i], or a zero Key without sort key
-	word     uint64                            // key.Word(run.pfx), for S and B keys
 	lek      map[string]types.AttributeValue   // LastEvaluatedKey of the current page
 	esk      map[string]types.AttributeValue   // ExclusiveStartKey of the next request
 	pending  *result                           // next page, arrived but not installed
@@ -350,29 +346,7 @@ func (r *run) parseKey(sh *shardState) error {
 		return r.shardErr(sh.ord, fmt.Errorf("scatter: sort key %q is %c, other shards have %c", r.p.skAttr, k.Kind(), r.kind))
 	}
 	sh.key = k
-	if k.Kind() != keyorder.N {
-		r.setWord(sh)
-	}
 	return nil
-}
-
-// setWord caches the 8 key bytes after the prefix that every key seen so
-// far shares, so that most comparisons are one uint64 comparison. When a
-// key shares less, the prefix shrinks and every head's word is redone; that
-// happens at most once per byte of the first key.
-func (r *run) setWord(sh *shardState) {
-	if !r.refSet {
-		r.ref, r.refSet, r.pfx = *sh.key, true, math.MaxInt
-	}
-	if p := sh.key.SharedPrefix(&r.ref, r.pfx); p < r.pfx {
-		r.pfx = p
-		for i := range r.shards {
-			if o := &r.shards[i]; o != sh && o.key != nil && o.i < len(o.items) {
-				o.word = o.key.Word(p)
-			}
-		}
-	}
-	sh.word = sh.key.Word(r.pfx)
 }
 
 // nextOrdered merges with a loser tree (tournament): each item costs
@@ -447,15 +421,9 @@ func (r *run) less(a, b *shardState) bool {
 	if !b.has {
 		return true
 	}
-	var c int
-	switch {
-	case a.word < b.word:
-		c = -1
-	case a.word > b.word:
-		c = 1
-	default:
-		c = a.key.Compare(b.key)
-	}
+	// Keys hold their order-preserving prefix words, parsed with the page,
+	// so this rarely reads the items themselves.
+	c := a.key.Compare(b.key)
 	if c == 0 {
 		c = a.ord - b.ord
 	}

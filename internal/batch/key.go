@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -17,8 +18,10 @@ import (
 // entries of UnprocessedItems/UnprocessedKeys back to requests and finds
 // duplicates.
 func fingerprint(table string, m map[string]types.AttributeValue, names []string) string {
-	b := make([]byte, 0, 64)
-	b = appendBytes(b, table)
+	// Most keys fit the stack buffer, which leaves the returned string as
+	// the only allocation.
+	var buf [128]byte
+	b := appendBytes(buf[:0], table)
 	if names == nil {
 		names = sortedNames(m)
 	}
@@ -48,7 +51,8 @@ func appendCanon(b []byte, v types.AttributeValue) []byte {
 	case *types.AttributeValueMemberS:
 		return appendBytes(append(b, 'S'), v.Value)
 	case *types.AttributeValueMemberN:
-		return appendBytes(append(b, 'N'), canonNumber(v.Value))
+		var nb [64]byte
+		return appendBytes(append(b, 'N'), appendCanonNumber(nb[:0], v.Value))
 	case *types.AttributeValueMemberB:
 		return appendBytes(append(b, 'B'), v.Value)
 	case *types.AttributeValueMemberBOOL:
@@ -101,11 +105,33 @@ func appendSet(b []byte, elems []string) []byte {
 }
 
 func canonNumber(s string) string {
+	var nb [64]byte
+	return string(appendCanonNumber(nb[:0], s))
+}
+
+// appendCanonNumber appends what canonNumber returns, without the
+// intermediate string, since every numeric key attribute of every write
+// goes through it.
+func appendCanonNumber(b []byte, s string) []byte {
 	n, err := ddbsize.ParseNumber(s)
 	if err != nil {
-		return "?" + s
+		return append(append(b, '?'), s...)
 	}
-	return n.String()
+	if n.Digits == "" {
+		return append(b, '0')
+	}
+	if n.Neg {
+		b = append(b, '-')
+	}
+	b = append(b, n.Digits[0])
+	if len(n.Digits) > 1 {
+		b = append(append(b, '.'), n.Digits[1:]...)
+	}
+	b = append(b, 'E')
+	if n.Exp >= 0 {
+		b = append(b, '+')
+	}
+	return strconv.AppendInt(b, int64(n.Exp), 10)
 }
 
 // describeKey renders the key attributes of m for error messages, short

@@ -50,10 +50,20 @@ const (
 // safe for concurrent use.
 type Key struct {
 	kind Kind
-	s    string // S value
-	b    []byte // B value
-	num  number // N value
+	// w is an order-preserving prefix, computed by Parse so that Compare
+	// rarely touches the value itself: a merge parses a page while it is in
+	// cache and then compares keys long after it left. For N it is the whole
+	// number (see number.words); for S and B, the first 24 bytes,
+	// big-endian and zero-padded.
+	w [3]uint64
+	// v is the value, for keys whose words tie. An interface keeps Key at
+	// 48 bytes rather than 72 with a string and a slice, which matters
+	// when a merge holds a page of them per shard.
+	v types.AttributeValue
 }
+
+// prefixLen is how many bytes of an S or B value w holds.
+const prefixLen = 24
 
 // number is a decimal sign × 0.M × 10^exp where M is the significant digits
 // left-aligned to MaxDigits, held as a 128-bit integer (10^38 < 2^127). Two
@@ -64,20 +74,37 @@ type number struct {
 	hi, lo uint64
 }
 
+// words encodes n as three words whose lexicographic unsigned order is the
+// numbers' order: a sign class (negative < zero < positive) and the
+// exponent, then the mantissa; for negative numbers the exponent and the
+// mantissa are inverted, since a larger magnitude is a smaller number.
+func (n *number) words() [3]uint64 {
+	// exp is within MinExp+1..MaxExp+1, so exp+1<<15 is positive and fits
+	// in 16 bits.
+	e := uint64(int64(n.exp) + 1<<15)
+	switch {
+	case n.sign > 0:
+		return [3]uint64{2<<16 | e, n.hi, n.lo}
+	case n.sign < 0:
+		return [3]uint64{0<<16 | (^e & 0xffff), ^n.hi, ^n.lo}
+	}
+	return [3]uint64{1 << 16, 0, 0}
+}
+
 // Parse parses a key value (S, N or B). It returns an error matching
 // ErrUnordered for anything else or for a number DynamoDB would reject.
 func Parse(v types.AttributeValue) (Key, error) {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
-		return Key{kind: S, s: v.Value}, nil
+		return Key{kind: S, w: prefix(v.Value), v: v}, nil
 	case *types.AttributeValueMemberB:
-		return Key{kind: B, b: v.Value}, nil
+		return Key{kind: B, w: prefix(v.Value), v: v}, nil
 	case *types.AttributeValueMemberN:
 		n, err := parseNumber(v.Value)
 		if err != nil {
 			return Key{}, err
 		}
-		return Key{kind: N, num: n}, nil
+		return Key{kind: N, w: n.words()}, nil
 	case nil:
 		return Key{}, fmt.Errorf("%w: nil value", ErrUnordered)
 	default:
@@ -94,23 +121,44 @@ func (k Key) Kind() Kind { return k.kind }
 // care check Kind first. It takes pointers because merges call it in their
 // innermost loop.
 func (k *Key) Compare(o *Key) int {
-	if k.kind == S && o.kind == S {
-		return strings.Compare(k.s, o.s)
+	if k.kind != o.kind {
+		return cmpU(uint64(k.kind), uint64(o.kind))
 	}
-	return k.compareSlow(o)
+	switch {
+	case k.w[0] != o.w[0]:
+		return cmpU(k.w[0], o.w[0])
+	case k.w[1] != o.w[1]:
+		return cmpU(k.w[1], o.w[1])
+	case k.w[2] != o.w[2]:
+		return cmpU(k.w[2], o.w[2])
+	}
+	return k.compareRest(o)
 }
 
-func (k *Key) compareSlow(o *Key) int {
-	if k.kind != o.kind {
-		if k.kind < o.kind {
-			return -1
+// compareRest decides between keys of one kind with equal prefix words:
+// up to the shorter value's length (or prefixLen) the values agree, so a
+// value that fits in the prefix is a prefix of the other, padding aside.
+func (k *Key) compareRest(o *Key) int {
+	switch k.kind {
+	case S:
+		a, b := k.v.(*types.AttributeValueMemberS).Value, o.v.(*types.AttributeValueMemberS).Value
+		if len(a) <= prefixLen || len(b) <= prefixLen {
+			return cmp3(int64(len(a)), int64(len(b)))
 		}
-		return 1
+		return strings.Compare(a[prefixLen:], b[prefixLen:])
+	case B:
+		a, b := k.v.(*types.AttributeValueMemberB).Value, o.v.(*types.AttributeValueMemberB).Value
+		if len(a) <= prefixLen || len(b) <= prefixLen {
+			return cmp3(int64(len(a)), int64(len(b)))
+		}
+		return bytes.Compare(a[prefixLen:], b[prefixLen:])
 	}
-	if k.kind == B {
-		return bytes.Compare(k.b, o.b)
-	}
-	return k.num.compare(&o.num)
+	return 0 // N: the words are the whole number
+}
+
+// prefix is the first prefixLen bytes of s as big-endian words, zero-padded.
+func prefix[T string | []byte](s T) [3]uint64 {
+	return [3]uint64{word(s, 0), word(s, 8), word(s, 16)}
 }
 
 // Compare returns -1, 0 or +1 as a sorts before, with or after b in
@@ -130,28 +178,6 @@ func Compare(a, b types.AttributeValue) (int, error) {
 		return 0, fmt.Errorf("%w: cannot compare %c with %c", ErrUnordered, ka.kind, kb.kind)
 	}
 	return ka.Compare(&kb), nil
-}
-
-func (x *number) compare(y *number) int {
-	if x.sign != y.sign {
-		if x.sign < y.sign {
-			return -1
-		}
-		return 1
-	}
-	if x.sign == 0 {
-		return 0
-	}
-	c := 0
-	switch {
-	case x.exp != y.exp:
-		c = cmp3(int64(x.exp), int64(y.exp))
-	case x.hi != y.hi:
-		c = cmpU(x.hi, y.hi)
-	default:
-		c = cmpU(x.lo, y.lo)
-	}
-	return c * int(x.sign)
 }
 
 func cmp3(a, b int64) int {
@@ -331,15 +357,15 @@ func mulAdd(hi, lo, m, a uint64) (uint64, uint64) {
 // Word returns the 8 bytes of an S or B key from byte off on, big-endian
 // and zero-padded, and 0 for an N key. For two S or B keys that share their
 // first off bytes, a smaller Word means a smaller key; equal Words decide
-// nothing. Merges compare Words first because a uint64 comparison is
-// cheaper than a byte-wise one, and keys of one partition usually share a
-// long prefix (the date of a timestamp) that the offset skips.
+// nothing. Compare already uses the first three Words; Word is for callers
+// that know a longer prefix all their keys share (the date of a timestamp)
+// and want to skip it. It reads the value, unlike Compare's cached words.
 func (k *Key) Word(off int) uint64 {
 	switch k.kind {
 	case S:
-		return word(k.s, off)
+		return word(k.v.(*types.AttributeValueMemberS).Value, off)
 	case B:
-		return word(k.b, off)
+		return word(k.v.(*types.AttributeValueMemberB).Value, off)
 	}
 	return 0
 }
@@ -371,9 +397,9 @@ func (k *Key) SharedPrefix(o *Key, n int) int {
 	}
 	switch k.kind {
 	case S:
-		return shared(k.s, o.s, n)
+		return shared(k.v.(*types.AttributeValueMemberS).Value, o.v.(*types.AttributeValueMemberS).Value, n)
 	case B:
-		return shared(k.b, o.b, n)
+		return shared(k.v.(*types.AttributeValueMemberB).Value, o.v.(*types.AttributeValueMemberB).Value, n)
 	}
 	return 0
 }

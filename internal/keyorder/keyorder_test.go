@@ -138,6 +138,16 @@ func TestCompareStringsAndBinary(t *testing.T) {
 		{bin(0xff), bin(0x00, 0x00), 1},
 		{bin(1, 2), bin(1, 2, 0), -1},
 		{bin(), bin(), 0},
+		// Around the 24 bytes Parse keeps as words: zero padding must not
+		// make a shorter value equal to a longer one, and bytes past the
+		// words must still decide.
+		{bin(make([]byte, 24)...), bin(make([]byte, 25)...), -1},
+		{bin(make([]byte, 23)...), bin(make([]byte, 24)...), -1},
+		{str(strings.Repeat("a", 24)), str(strings.Repeat("a", 24) + "\x00"), -1},
+		{str(strings.Repeat("a", 30) + "c"), str(strings.Repeat("a", 30) + "b"), 1},
+		{str(strings.Repeat("a", 30)), str(strings.Repeat("a", 30)), 0},
+		{str(strings.Repeat("a", 23) + "b"), str(strings.Repeat("a", 24) + "z"), 1},
+		{bin(append(make([]byte, 25), 1)...), bin(append(make([]byte, 25), 2)...), -1},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.a, tt.b), func(t *testing.T) {
@@ -300,6 +310,8 @@ func FuzzCompareNumbers(f *testing.F) {
 func FuzzCompareBytes(f *testing.F) {
 	f.Add([]byte("a"), []byte("b"))
 	f.Add([]byte("\xef\xbd\xa1"), []byte("\xf0\x9f\x98\x80"))
+	f.Add([]byte("2014-07-09T12:00:00.000Z#000001"), []byte("2014-07-09T12:00:00.000Z#000002"))
+	f.Add(make([]byte, 24), make([]byte, 25))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		want := bytes.Compare(a, b)
 		if got, err := Compare(bin(a...), bin(b...)); err != nil || got != want {
