@@ -1,5 +1,0 @@
-//go:build !race
-
-package shard
-
-const raceEnabled = false
