@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -47,9 +48,12 @@ func newReplay(base string, shards, perShard int) *replay {
 			k := min(mergePage, len(sks))
 			out := &dynamodb.QueryOutput{Count: int32(k), ScannedCount: int32(k)}
 			for _, sk := range sks[:k] {
+				// Fresh copies, as the SDK makes when it decodes a page: the
+				// keys were generated before sorting, and reusing their bytes
+				// would scatter them over memory in an order no response has.
 				out.Items = append(out.Items, map[string]types.AttributeValue{
 					"pk": &types.AttributeValueMemberS{Value: pk},
-					"sk": &types.AttributeValueMemberS{Value: sk},
+					"sk": &types.AttributeValueMemberS{Value: strings.Clone(sk)},
 				})
 			}
 			sks = sks[k:]
