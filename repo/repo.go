@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/scatter"
@@ -310,36 +312,70 @@ func (r *Repo[T]) query(base string) scatter.Query {
 	}
 }
 
+// ListOptions are per-call options of List and All. The zero value reads
+// whole items.
+type ListOptions struct {
+	// SkipLarge leaves the LargeField attribute at its zero value instead
+	// of reading it, so a page of items with large values costs only the
+	// Queries: for listings that show everything but the large value.
+	SkipLarge bool
+}
+
 // List returns up to limit items of base in id order, starting after
 // cursor ("" for the first page), and the cursor of the next page ("" when
-// there is none). Cursors are bound to this table and base.
-func (r *Repo[T]) List(ctx context.Context, base string, limit int, cursor string) ([]T, string, error) {
+// there is none). Cursors are bound to this table and base. Large values
+// of the page's items are read in parallel.
+func (r *Repo[T]) List(ctx context.Context, base string, limit int, cursor string, optFns ...func(*ListOptions)) ([]T, string, error) {
 	if limit < 1 {
 		return nil, "", invalidError{fmt.Errorf("repo: table %s: limit %d, want >= 1", r.name, limit)}
 	}
+	lo := listOpts(optFns)
 	items, next, err := r.sc.Page(ctx, r.query(base), limit, scatter.Cursor(cursor))
 	if err != nil {
 		return nil, "", classify(err)
 	}
-	out := make([]T, 0, len(items))
-	for _, it := range items {
-		v, err := r.fromStored(ctx, base, it.Attrs)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, v)
+	out := make([]T, len(items))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.resolveConcurrency())
+	for i, it := range items {
+		g.Go(func() error {
+			var err error
+			out[i], err = r.fromStored(gctx, base, it.Attrs, lo)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, "", err
 	}
 	return out, string(next), nil
 }
 
+func listOpts(optFns []func(*ListOptions)) ListOptions {
+	var lo ListOptions
+	for _, f := range optFns {
+		f(&lo)
+	}
+	return lo
+}
+
+// resolveConcurrency bounds how many items' large values List reads at
+// once; each chunked value is BatchGetItem requests of its own.
+func (r *Repo[T]) resolveConcurrency() int {
+	if r.opts.MaxConcurrency > 0 {
+		return r.opts.MaxConcurrency
+	}
+	return 8
+}
+
 // All yields every item of base in id order. Breaking out of the loop
 // stops the reads.
-func (r *Repo[T]) All(ctx context.Context, base string) iter.Seq2[T, error] {
+func (r *Repo[T]) All(ctx context.Context, base string, optFns ...func(*ListOptions)) iter.Seq2[T, error] {
+	lo := listOpts(optFns)
 	return func(yield func(T, error) bool) {
 		for it, err := range r.sc.All(ctx, r.query(base)) {
 			var v T
 			if err == nil {
-				v, err = r.fromStored(ctx, base, it.Attrs)
+				v, err = r.fromStored(ctx, base, it.Attrs, lo)
 			}
 			if !yield(v, classify(err)) || err != nil {
 				return
@@ -366,8 +402,8 @@ func (r *Repo[T]) CacheStats() CacheStats {
 
 // fromStored turns a listed item into T, reading its large attribute's
 // chunks if it has any.
-func (r *Repo[T]) fromStored(ctx context.Context, base string, av map[string]types.AttributeValue) (T, error) {
-	if r.opts.Large != nil {
+func (r *Repo[T]) fromStored(ctx context.Context, base string, av map[string]types.AttributeValue, lo ListOptions) (T, error) {
+	if r.opts.Large != nil && !lo.SkipLarge {
 		return r.resolveLarge(ctx, base, av)
 	}
 	return r.decode(av)

@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
@@ -394,6 +396,60 @@ func TestCreate(t *testing.T) {
 		}
 		if _, err := big.Create(ctx, "t", Reply{ID: "r", Body: []byte("other")}); !errors.Is(err, repo.ErrConflict) {
 			t.Errorf("second large Create: got %v, want ErrConflict", err)
+		}
+	})
+}
+
+// countingClient counts BatchGetItem requests on the way to the real
+// server, to show SkipLarge reads no chunks.
+type countingClient struct {
+	*dynamodb.Client
+	batchGets atomic.Int64
+}
+
+func (c *countingClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	c.batchGets.Add(1)
+	return c.Client.BatchGetItem(ctx, in, optFns...)
+}
+
+func TestListSkipLarge(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		table := s.Table(t, "pk:S", "sk:S")
+		cc := &countingClient{Client: s.Client()}
+		st := chunk.New(cc, table, s.Table(t, "ChunkKey:S"))
+		r, err := repo.New[Reply](cc, table, "pk", "sk", func(o *repo.Options) {
+			o.Large = &repo.LargeField{Attribute: "body", Store: st}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if _, err := r.Put(ctx, "t", Reply{ID: fmt.Sprint(i), Author: "bo", Body: bytes.Repeat([]byte("q"), 100_000*(i+1))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cc.batchGets.Store(0)
+		page, _, err := r.List(ctx, "t", 10, "", func(o *repo.ListOptions) { o.SkipLarge = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) != 5 || cc.batchGets.Load() != 0 {
+			t.Fatalf("got %d items with %d BatchGetItem requests, want 5 with none", len(page), cc.batchGets.Load())
+		}
+		for _, rep := range page {
+			if rep.Body != nil || rep.Author != "bo" {
+				t.Errorf("item %s: body %d bytes, author %q; want no body, author bo", rep.ID, len(rep.Body), rep.Author)
+			}
+		}
+		full, _, err := r.List(ctx, "t", 10, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, rep := range full {
+			if len(rep.Body) != 100_000*(i+1) {
+				t.Errorf("item %s: body %d bytes, want %d", rep.ID, len(rep.Body), 100_000*(i+1))
+			}
 		}
 	})
 }
