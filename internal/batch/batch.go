@@ -263,16 +263,8 @@ func writeAll(ctx context.Context, send sender, writes []Write, opts Options) (S
 		seen[j.fp] = i
 		jobs[i] = j
 	}
-	next := 0
 	e := newEngine(opts, send, MaxWritesPerRequest, opts.maxRequestBytes, false)
-	e.pull = func() (*job, error) {
-		if next == len(jobs) {
-			return nil, nil
-		}
-		next++
-		return jobs[next-1], nil
-	}
-	e.rest = func() []*job { return jobs[next:] }
+	e.feed(jobs)
 	left, err := e.run(ctx)
 	return e.stats, writesError(left, err)
 }
@@ -343,16 +335,8 @@ func get(ctx context.Context, send sender, keys []Key, opts Options) ([]Item, St
 		seen[j.fp] = i
 		jobs[i] = j
 	}
-	next := 0
 	e := newEngine(opts, send, MaxKeysPerRequest, 0, true)
-	e.pull = func() (*job, error) {
-		if next == len(jobs) {
-			return nil, nil
-		}
-		next++
-		return jobs[next-1], nil
-	}
-	e.rest = func() []*job { return jobs[next:] }
+	e.feed(jobs)
 	left, err := e.run(ctx)
 	if len(left) > 0 {
 		ks := make([]Key, len(left))

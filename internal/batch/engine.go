@@ -55,6 +55,19 @@ type engine struct {
 	stats       Stats
 }
 
+// feed makes the engine draw its entries from jobs, in order.
+func (e *engine) feed(jobs []*job) {
+	next := 0
+	e.pull = func() (*job, error) {
+		if next == len(jobs) {
+			return nil, nil
+		}
+		next++
+		return jobs[next-1], nil
+	}
+	e.rest = func() []*job { return jobs[next:] }
+}
+
 func newEngine(opts Options, send sender, maxCount int, maxBytes int64, sizeDriven bool) *engine {
 	e := &engine{
 		opts: opts, send: send, maxCount: maxCount, maxBytes: maxBytes, sizeDriven: sizeDriven,
