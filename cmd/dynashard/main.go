@@ -4,6 +4,7 @@
 //
 //	dynashard analyze [-n 200] [-strategies hash,codepoint] [file|-]
 //	dynashard plan [-rcu R -wcu W -size 20GB [-new-rcu R2 -new-wcu W2]] [-writes X -item-bytes B -reads Y ...]
+//	dynashard bench [-quick] [-server ddblocal|dynalite | -endpoint URL] [-scenarios 1,2,...] [-out DIR]
 //
 // analyze reads ids, one per line, from a file or standard input and shows,
 // strategy beside strategy, how evenly each spreads them over N suffixes:
@@ -11,6 +12,13 @@
 //
 // plan applies the DynamoDB guide's partition formulas to a provisioned
 // table, and recommends a shard count for one hot logical key.
+//
+// bench starts a local DynamoDB-compatible server behind a proxy that
+// models DynamoDB's per-partition-key limits and measures each of the
+// library's practices beside the code one would write by hand: hot-day
+// writes, day reads, the merge, the strategies' skew, bulk loading and
+// chunked items. It prints a Markdown report and, with -out, writes it
+// with plots (see docs/bench in the repository).
 package main
 
 import (
