@@ -370,6 +370,18 @@ func (b *bencher) server(ctx context.Context) (string, error) {
 	return b.srv.Endpoint, nil
 }
 
+// dayTable starts (or reuses) the server and makes a fresh table keyed
+// (pk S, sk S), the layout of every sharded-day scenario, with a direct
+// client to it.
+func (b *bencher) dayTable(ctx context.Context) (endpoint string, direct *dynamodb.Client, table string, drop func(), err error) {
+	if endpoint, err = b.server(ctx); err != nil {
+		return "", nil, "", nil, err
+	}
+	direct = b.client(endpoint, 16)
+	table, drop, err = b.newTable(ctx, direct, "pk:S", "sk:S")
+	return endpoint, direct, table, drop, err
+}
+
 // newTable creates an on-demand table keyed by the given "name:type" specs
 // (partition key first, then sort key), on the server behind direct, and
 // returns its name and a function deleting it.

@@ -31,12 +31,7 @@ type loadResult struct {
 // interleaves keys so consecutive requests hit different partitions.
 func (b *bencher) load(ctx context.Context) (*section, error) {
 	c := b.cfg
-	endpoint, err := b.server(ctx)
-	if err != nil {
-		return nil, err
-	}
-	direct := b.client(endpoint, 16)
-	table, drop, err := b.newTable(ctx, direct, "pk:S", "sk:S")
+	endpoint, _, table, drop, err := b.dayTable(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -33,12 +33,7 @@ type readResult struct {
 // lower bound (one round trip), with latency added to every request.
 func (b *bencher) reads(ctx context.Context) (*section, error) {
 	c := b.cfg
-	endpoint, err := b.server(ctx)
-	if err != nil {
-		return nil, err
-	}
-	direct := b.client(endpoint, 16)
-	table, drop, err := b.newTable(ctx, direct, "pk:S", "sk:S")
+	endpoint, direct, table, drop, err := b.dayTable(ctx)
 	if err != nil {
 		return nil, err
 	}

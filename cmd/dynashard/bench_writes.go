@@ -49,12 +49,7 @@ func (r writeResult) ratio() float64 { return r.rate / r.limit }
 // writers can, unsharded (every write on one partition-key value) and then
 // sharded with shard.Table.Put and Hash(N).
 func (b *bencher) writes(ctx context.Context) (*section, error) {
-	endpoint, err := b.server(ctx)
-	if err != nil {
-		return nil, err
-	}
-	direct := b.client(endpoint, 16)
-	table, drop, err := b.newTable(ctx, direct, "pk:S", "sk:S")
+	endpoint, _, table, drop, err := b.dayTable(ctx)
 	if err != nil {
 		return nil, err
 	}
