@@ -18,8 +18,10 @@
 //
 // An item (with its physical key) must fit DynamoDB's 400 KB item limit
 // unless its large attribute goes through a LargeField; bad input is
-// rejected before any request. Get and Put are one request each (two for a
-// Put with a LargeField: the chunk store reads the current version first).
+// rejected before any request. Get and Put are one request each. With a
+// LargeField, Put reads the current version and then updates the item (two
+// requests) plus the BatchWriteItems of a chunked value, and Get adds the
+// BatchGetItems of a chunked value; a value kept inline costs nothing more.
 // List and Count send one Query per suffix, in parallel, bounded by
 // MaxConcurrency; a failing suffix fails the call. A Put that returns an
 // error other than ErrConflict or ErrInvalid may or may not have been

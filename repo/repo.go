@@ -94,8 +94,9 @@ type Options struct {
 	// 400 KB item limit.
 	Large *LargeField
 
-	// MaxConcurrency bounds the parallel Queries of List, All and Count.
-	// Default min(N, scatter.DefaultMaxConcurrency).
+	// MaxConcurrency bounds the parallel Queries of List, All and Count
+	// (default min(N, scatter.DefaultMaxConcurrency)) and the large values
+	// one List reads at once (default 8).
 	MaxConcurrency int
 	// CursorKey signs List cursors with HMAC-SHA256; set it when cursors
 	// travel through clients you do not trust. Default: unsigned.
