@@ -49,10 +49,14 @@ type Report struct {
 // user sees, before shipping, that [CodePointProduct] sends most
 // ORD-00000001-style ids to suffix 1 while [Hash] spreads them.
 //
-// Memory is O(sum of N), independent of the number of ids. Analyze returns
+// Memory is O(sum of N), independent of the number of ids. A nil ids is an
+// error matching [ErrInvalid]. Analyze returns
 // an error wrapping [ErrBadStrategy] if a strategy is nil, reports N outside
 // 1..MaxN, or picks a suffix outside 1..N.
 func Analyze(ids iter.Seq[string], strategies ...Strategy) ([]Report, error) {
+	if ids == nil {
+		return nil, fmt.Errorf("%w: Analyze: the sequence of ids is nil", ErrInvalid)
+	}
 	counts := make([][]int, len(strategies))
 	for i, s := range strategies {
 		if err := checkStrategy(s); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/dynashard/dynashard/internal/batch"
 	"github.com/dynashard/dynashard/internal/ddbsize"
@@ -23,9 +24,13 @@ type LoadOptions struct {
 	BufferBytes int
 	// RetryBudget caps the requests that re-send unprocessed items or
 	// repeat a throttled request, across the whole load. Zero means no cap
-	// (the load still gives up after 10 rounds in a row without progress,
-	// or when ctx ends); negative allows no retry.
+	// (the load still gives up after StallTimeout without progress, or when
+	// ctx ends); negative allows no retry.
 	RetryBudget int
+	// StallTimeout is how long the load goes on while no item is written
+	// (every request unprocessed or throttled, whatever MaxConcurrency)
+	// before it gives up with ErrStalled. Zero means 10 s.
+	StallTimeout time.Duration
 	// OnProgress, if set, is called after every BatchWriteItem response
 	// with the running totals. Calls are serialized; it must return
 	// quickly, as the loader waits for it.
@@ -90,8 +95,8 @@ func (e *LoadError[T]) Unwrap() []error {
 var (
 	// ErrRetryBudget: LoadOptions.RetryBudget was spent.
 	ErrRetryBudget = batch.ErrRetryBudget
-	// ErrStalled: 10 rounds in a row made no progress (every item came
-	// back unprocessed or throttled).
+	// ErrStalled: no item was written for LoadOptions.StallTimeout (every
+	// request came back unprocessed or throttled).
 	ErrStalled = batch.ErrStalled
 )
 
@@ -119,8 +124,15 @@ type loadEntry struct {
 // rebuilt from the attributes sent (its partition key attribute holds the
 // physical key). Writes are puts, so retrying a reported item is safe.
 // Duplicate (base, id) pairs in the input are written in input order; the
-// last one wins.
+// last one wins, and reading the input goes on while a duplicate waits.
+//
+// A nil ctx or items is an error (ErrInvalid) before anything is
+// read. If items panics, Load stops reading, waits for its requests in
+// flight and panics with the same value in the caller's goroutine.
 func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns ...func(*LoadOptions)) (LoadStats, error) {
+	if ctx == nil || items == nil {
+		return LoadStats{}, fmt.Errorf("%w: Load: nil ctx or items", ErrInvalid)
+	}
 	var o LoadOptions
 	for _, f := range optFns {
 		f(&o)
@@ -163,6 +175,7 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 	bs, err := batch.WriteSeq(ctx, t.c, writes, func(bo *batch.Options) {
 		bo.MaxConcurrency = o.MaxConcurrency
 		bo.RetryBudget = o.RetryBudget
+		bo.StallTimeout = o.StallTimeout
 		bo.KeyAttributes = map[string][]string{t.name: {t.pk, t.sk}}
 		if o.OnProgress != nil {
 			bo.OnProgress = func(s batch.Stats) { o.OnProgress(progressOf(s)) }

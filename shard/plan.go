@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/dynashard/dynashard/internal/ddbsize"
 )
 
 // The DynamoDB guide's per-partition limits, which partition planning and
@@ -33,24 +35,52 @@ type Layout struct {
 	Partitions []Partition
 }
 
+// MaxPartitions bounds the partitions the planning functions model: far
+// above any real table (a table at the default quota of 40,000 RCU and
+// 40,000 WCU has 54), low enough that a Layout stays small. Figures that
+// need more are refused with ErrWorkload.
+const MaxPartitions = 100_000
+
 // ThroughputPartitions returns the partitions needed for rcu and wcu:
-// ceil(rcu/3000 + wcu/1000), at least 1.
-func ThroughputPartitions(rcu, wcu float64) int {
-	return max(1, ceilInt(rcu/PartitionRCU+wcu/PartitionWCU))
+// ceil(rcu/3000 + wcu/1000), at least 1. Negative, non-finite or
+// out-of-range figures (more than MaxPartitions) are an error wrapping
+// ErrWorkload.
+func ThroughputPartitions(rcu, wcu float64) (int, error) {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"rcu", rcu}, {"wcu", wcu}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return 0, fmt.Errorf("%w: %s %v is negative or not finite", ErrWorkload, f.name, f.v)
+		}
+	}
+	need := rcu/PartitionRCU + wcu/PartitionWCU
+	if need > MaxPartitions {
+		return 0, fmt.Errorf("%w: %g RCU and %g WCU need more than MaxPartitions (%d) partitions", ErrWorkload, rcu, wcu, MaxPartitions)
+	}
+	return max(1, ceilInt(need)), nil
 }
 
 // SizePartitions returns the partitions needed to hold bytes of data:
-// ceil(bytes / 10 GB), at least 1.
-func SizePartitions(bytes int64) int {
-	if bytes <= 0 {
-		return 1
+// ceil(bytes / 10 GB), at least 1. Negative sizes and sizes needing more
+// than MaxPartitions are an error wrapping ErrWorkload.
+func SizePartitions(bytes int64) (int, error) {
+	switch {
+	case bytes < 0:
+		return 0, fmt.Errorf("%w: size %d is negative", ErrWorkload, bytes)
+	case bytes == 0:
+		return 1, nil
 	}
-	return int((bytes-1)/PartitionBytes) + 1
+	n := (bytes-1)/PartitionBytes + 1
+	if n > MaxPartitions {
+		return 0, fmt.Errorf("%w: %d bytes need more than MaxPartitions (%d) partitions", ErrWorkload, bytes, MaxPartitions)
+	}
+	return int(n), nil
 }
 
 // ceilInt rounds up, forgiving floating-point noise such as 2.0000000000000004
 // from 1000/3000 + 1000/1000 + ... so that exact multiples do not gain a
-// partition.
+// partition. x must be within int's range.
 func ceilInt(x float64) int {
 	r := math.Round(x)
 	if math.Abs(x-r) < 1e-9 {
@@ -61,10 +91,18 @@ func ceilInt(x float64) int {
 
 // NewLayout returns the initial layout of a table created with rcu, wcu and
 // bytes of data: max(ThroughputPartitions, SizePartitions) partitions, the
-// throughput divided evenly among them.
-func NewLayout(rcu, wcu float64, bytes int64) Layout {
-	n := max(ThroughputPartitions(rcu, wcu), SizePartitions(bytes))
-	return even(n, rcu, wcu)
+// throughput divided evenly among them. Figures those functions refuse are
+// an error wrapping ErrWorkload.
+func NewLayout(rcu, wcu float64, bytes int64) (Layout, error) {
+	tp, err := ThroughputPartitions(rcu, wcu)
+	if err != nil {
+		return Layout{}, err
+	}
+	sp, err := SizePartitions(bytes)
+	if err != nil {
+		return Layout{}, err
+	}
+	return even(max(tp, sp), rcu, wcu), nil
 }
 
 func even(n int, rcu, wcu float64) Layout {
@@ -91,13 +129,22 @@ func (l Layout) Total() (rcu, wcu float64) {
 // rcu and wcu. If the new throughput needs more partitions than the table
 // has, the partition count doubles (repeatedly, until it is enough);
 // otherwise it stays, even when throughput is lowered, because partitions
-// never merge. The throughput is then divided evenly.
-func (l Layout) Provision(rcu, wcu float64) Layout {
+// never merge. The throughput is then divided evenly. Figures that
+// ThroughputPartitions refuses, or a doubling past MaxPartitions, are an
+// error wrapping ErrWorkload.
+func (l Layout) Provision(rcu, wcu float64) (Layout, error) {
+	need, err := ThroughputPartitions(rcu, wcu)
+	if err != nil {
+		return Layout{}, err
+	}
 	n := max(1, len(l.Partitions))
-	for need := ThroughputPartitions(rcu, wcu); n < need; {
+	for n < need {
 		n *= 2
 	}
-	return even(n, rcu, wcu)
+	if n > MaxPartitions {
+		return Layout{}, fmt.Errorf("%w: doubling %d partitions for %g RCU and %g WCU passes MaxPartitions (%d)", ErrWorkload, len(l.Partitions), rcu, wcu, MaxPartitions)
+	}
+	return even(n, rcu, wcu), nil
 }
 
 // ErrNoPartition is returned by [Layout.Split] for an index outside the
@@ -185,12 +232,18 @@ func Recommend(w Workload) (Recommendation, error) {
 	if item == 0 {
 		item = 1024
 	}
+	if item > ddbsize.MaxItemSize {
+		return Recommendation{}, fmt.Errorf("%w: item size %d over DynamoDB's %d-byte limit", ErrWorkload, item, ddbsize.MaxItemSize)
+	}
 	r := Recommendation{WCUPerWrite: (item + 1023) / 1024}
 	wcu := w.WritesPerSecond * float64(r.WCUPerWrite)
-	n := max(1, ceilInt(wcu/(util*PartitionWCU)))
-	if n > MaxN {
-		return Recommendation{}, fmt.Errorf("%w: %.0f WCU/s needs %d shards, more than MaxN = %d", ErrWorkload, wcu, n, MaxN)
+	// Compare before converting: a tiny utilization or a huge rate must
+	// not overflow into a small N.
+	need := wcu / (util * PartitionWCU)
+	if need > MaxN {
+		return Recommendation{}, fmt.Errorf("%w: %.0f WCU/s at %g utilization needs more than MaxN = %d shards", ErrWorkload, wcu, util, MaxN)
 	}
+	n := max(1, ceilInt(need))
 	r.N = n
 	r.WCUPerKey = wcu / float64(n)
 

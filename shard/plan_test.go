@@ -25,28 +25,28 @@ var approx = cmpopts.EquateApprox(0, 1e-9)
 func TestLayoutWorkedExamples(t *testing.T) {
 	const gb = 1 << 30
 	t.Run("1000 RCU 500 WCU is one partition", func(t *testing.T) {
-		got := NewLayout(1000, 500, 0)
+		got := mustLayout(t, 1000, 500, 0)
 		if diff := cmp.Diff(parts(1, 1000, 500), got.Partitions, approx); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
 	t.Run("1000 RCU 1000 WCU is two of 500/500", func(t *testing.T) {
-		if got := ThroughputPartitions(1000, 1000); got != 2 {
+		if got := mustTP(t, 1000, 1000); got != 2 {
 			t.Errorf("ThroughputPartitions = %d, want 2", got)
 		}
-		got := NewLayout(1000, 1000, 0)
+		got := mustLayout(t, 1000, 1000, 0)
 		if diff := cmp.Diff(parts(2, 500, 500), got.Partitions, approx); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
-	four := NewLayout(5000, 2000, 0)
+	four := mustLayout(t, 5000, 2000, 0)
 	t.Run("5000 RCU 2000 WCU is four of 1250/500", func(t *testing.T) {
 		if diff := cmp.Diff(parts(4, 1250, 500), four.Partitions, approx); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
 	t.Run("raising to 8000 RCU doubles to eight of 1000/250", func(t *testing.T) {
-		got := four.Provision(8000, 2000)
+		got := mustProvision(t, four, 8000, 2000)
 		if diff := cmp.Diff(parts(8, 1000, 250), got.Partitions, approx); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
@@ -69,14 +69,14 @@ func TestLayoutWorkedExamples(t *testing.T) {
 		}
 	})
 	t.Run("20 GB bulk load at 11000 WCU then 200 WCU", func(t *testing.T) {
-		if got := SizePartitions(20 * gb); got != 2 {
-			t.Errorf("SizePartitions(20 GB) = %d, want 2", got)
+		if got := mustSP(t, 20*gb); got != 2 {
+			t.Errorf("mustSP(t, 20 GB) = %d, want 2", got)
 		}
-		load := NewLayout(0, 11000, 20*gb)
+		load := mustLayout(t, 0, 11000, 20*gb)
 		if load.Len() != 11 {
 			t.Fatalf("bulk-load layout has %d partitions, want 11", load.Len())
 		}
-		after := load.Provision(0, 200)
+		after := mustProvision(t, load, 0, 200)
 		if after.Len() != 11 {
 			t.Errorf("after lowering: %d partitions, want 11 (never merged)", after.Len())
 		}
@@ -106,30 +106,30 @@ func TestPartitionFormulas(t *testing.T) {
 		{0, 0, 55 << 30, 1, 6},
 	}
 	for _, tt := range tests {
-		if got := ThroughputPartitions(tt.rcu, tt.wcu); got != tt.tp {
+		if got := mustTP(t, tt.rcu, tt.wcu); got != tt.tp {
 			t.Errorf("ThroughputPartitions(%v, %v) = %d, want %d", tt.rcu, tt.wcu, got, tt.tp)
 		}
-		if got := SizePartitions(tt.bytes); got != tt.sp {
+		if got := mustSP(t, tt.bytes); got != tt.sp {
 			t.Errorf("SizePartitions(%d) = %d, want %d", tt.bytes, got, tt.sp)
 		}
-		if got := NewLayout(tt.rcu, tt.wcu, tt.bytes).Len(); got != max(tt.tp, tt.sp) {
+		if got := mustLayout(t, tt.rcu, tt.wcu, tt.bytes).Len(); got != max(tt.tp, tt.sp) {
 			t.Errorf("NewLayout(%v, %v, %d).Len() = %d, want %d", tt.rcu, tt.wcu, tt.bytes, got, max(tt.tp, tt.sp))
 		}
 	}
 }
 
 func TestProvision(t *testing.T) {
-	one := NewLayout(100, 100, 0)
+	one := mustLayout(t, 100, 100, 0)
 	// From 1 partition to a need of 5: 1 → 2 → 4 → 8.
-	if got := one.Provision(0, 4500).Len(); got != 8 {
+	if got := mustProvision(t, one, 0, 4500).Len(); got != 8 {
 		t.Errorf("Provision to 4500 WCU: %d partitions, want 8", got)
 	}
 	// Enough partitions already: no change in count.
-	if got := NewLayout(0, 4000, 0).Provision(0, 3000).Len(); got != 4 {
+	if got := mustProvision(t, mustLayout(t, 0, 4000, 0), 0, 3000).Len(); got != 4 {
 		t.Errorf("lowering: %d partitions, want 4", got)
 	}
 	var zero Layout
-	if got := zero.Provision(10, 10).Len(); got != 1 {
+	if got := mustProvision(t, zero, 10, 10).Len(); got != 1 {
 		t.Errorf("zero Layout provisioned: %d partitions, want 1", got)
 	}
 	if _, err := one.Split(1); !errors.Is(err, ErrNoPartition) {
@@ -206,6 +206,73 @@ func TestRecommend(t *testing.T) {
 	} {
 		if _, err := Recommend(w); !errors.Is(err, ErrWorkload) {
 			t.Errorf("Recommend(%+v) = %v, want ErrWorkload", w, err)
+		}
+	}
+}
+
+func mustLayout(t *testing.T, rcu, wcu float64, bytes int64) Layout {
+	t.Helper()
+	l, err := NewLayout(rcu, wcu, bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func mustProvision(t *testing.T, l Layout, rcu, wcu float64) Layout {
+	t.Helper()
+	l, err := l.Provision(rcu, wcu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func mustTP(t *testing.T, rcu, wcu float64) int {
+	t.Helper()
+	n, err := ThroughputPartitions(rcu, wcu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func mustSP(t *testing.T, bytes int64) int {
+	t.Helper()
+	n, err := SizePartitions(bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPlanningBounds: figures that would overflow or build absurd layouts
+// are refused with ErrWorkload instead of answering nonsense.
+func TestPlanningBounds(t *testing.T) {
+	if _, err := ThroughputPartitions(1e300, 0); !errors.Is(err, ErrWorkload) {
+		t.Errorf("ThroughputPartitions(1e300, 0): %v, want ErrWorkload", err)
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if _, err := ThroughputPartitions(0, bad); !errors.Is(err, ErrWorkload) {
+			t.Errorf("ThroughputPartitions(0, %v): %v, want ErrWorkload", bad, err)
+		}
+	}
+	if _, err := SizePartitions(-1); !errors.Is(err, ErrWorkload) {
+		t.Errorf("SizePartitions(-1): %v, want ErrWorkload", err)
+	}
+	if _, err := SizePartitions(math.MaxInt64); !errors.Is(err, ErrWorkload) {
+		t.Errorf("SizePartitions(MaxInt64): %v, want ErrWorkload", err)
+	}
+	if _, err := mustLayout(t, 1, 1, 0).Provision(1e12, 0); !errors.Is(err, ErrWorkload) {
+		t.Errorf("Provision(1e12, 0): %v, want ErrWorkload", err)
+	}
+	for _, w := range []Workload{
+		{WritesPerSecond: 1000, Utilization: 1e-300},
+		{WritesPerSecond: 1e300},
+		{WritesPerSecond: 10, ItemBytes: math.MaxInt},
+	} {
+		if r, err := Recommend(w); !errors.Is(err, ErrWorkload) {
+			t.Errorf("Recommend(%+v) = N %d, %v; want ErrWorkload", w, r.N, err)
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package shard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -12,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // Client is the part of *dynamodb.Client a [Table] uses.
@@ -24,6 +27,9 @@ type Client interface {
 }
 
 var (
+	// ErrInvalid is matched (errors.Is) by every error about input
+	// rejected before any request, in every dynashard package.
+	ErrInvalid = errs.Invalid
 	// ErrBadItem matches (with errors.Is) every *ItemError: an item or key
 	// rejected before any request was sent.
 	ErrBadItem = errors.New("shard: bad item")
@@ -327,8 +333,9 @@ func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Rea
 
 // Update applies update to the item with id under base and returns the item
 // as it is after the update (ReturnValues ALL_NEW). Like UpdateItem, it
-// creates the item if it does not exist unless the condition forbids it;
-// update must not set the key attributes.
+// creates the item if it does not exist unless the condition forbids it.
+// An update that sets, removes, adds to or deletes from a key attribute is
+// an *ItemError (ErrBadKey) before any request.
 func (t *Table[T]) Update(ctx context.Context, base, id string, update expression.UpdateBuilder, optFns ...func(*WriteOptions)) (T, error) {
 	var zero T
 	key, pk, err := t.key(base, id)
@@ -339,6 +346,11 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 	e, _, err := expr(o.Condition, &update)
 	if err != nil {
 		return zero, t.itemErr(base, id, fmt.Errorf("update expression: %w", err))
+	}
+	for _, name := range updatedNames(aws.ToString(e.Update()), e.Names()) {
+		if name == t.pk || name == t.sk {
+			return zero, t.itemErr(base, id, fmt.Errorf("%w: the update sets key attribute %q", ErrBadKey, name))
+		}
 	}
 	out, err := t.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
@@ -375,4 +387,52 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 		return fmt.Errorf("shard: DeleteItem table %s key %q id %q: %w", t.name, pk, id, err)
 	}
 	return nil
+}
+
+// updatedNames returns the top-level attribute names an update expression
+// built by the expression package changes: the first element of each
+// action's target path, resolved through names. The package writes one
+// clause per line ("SET #0 = :0, #1.#2 = if_not_exists(#3, :1)"), and a
+// target is the path before " = " (SET) or the first token (REMOVE, ADD,
+// DELETE) of each top-level, comma-separated action.
+func updatedNames(update string, names map[string]string) []string {
+	var out []string
+	for _, line := range strings.Split(update, "\n") {
+		verb, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		for _, action := range splitTopLevel(rest) {
+			target := strings.TrimSpace(action)
+			if verb == "SET" {
+				target, _, _ = strings.Cut(target, "=")
+			}
+			target, _, _ = strings.Cut(strings.TrimSpace(target), " ")
+			first := strings.FieldsFunc(target, func(r rune) bool { return r == '.' || r == '[' })
+			if len(first) > 0 {
+				out = append(out, cmp.Or(names[first[0]], first[0]))
+			}
+		}
+	}
+	return out
+}
+
+// splitTopLevel splits s at commas outside parentheses.
+func splitTopLevel(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
 }

@@ -281,6 +281,46 @@ func TestTableValidation(t *testing.T) {
 	})
 }
 
+// TestUpdateKeyAttributes: an update that touches a key attribute is
+// refused before any request; one that only reads a key attribute is sent.
+func TestUpdateKeyAttributes(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		c, sent := countingClient(s)
+		tbl, err := shard.NewTable[map[string]string](c, s.Table(t, "pk:S", "sk:S"), "pk", "sk", shard.Hash(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, upd := range map[string]expression.UpdateBuilder{
+			"set pk":        expression.Set(expression.Name("pk"), expression.Value("x")),
+			"set sk nested": expression.Set(expression.Name("a"), expression.Value(1)).Set(expression.Name("sk.b"), expression.Value(2)),
+			"remove sk":     expression.Remove(expression.Name("sk")),
+			"add pk":        expression.Add(expression.Name("pk"), expression.Value(1)),
+			"set pk via if_not_exists": expression.Set(expression.Name("note"), expression.Value("n")).
+				Set(expression.Name("pk"), expression.IfNotExists(expression.Name("x"), expression.Value("y"))),
+		} {
+			before := sent.Load()
+			_, err := tbl.Update(ctx, "d", "a", upd)
+			if !errors.Is(err, shard.ErrBadKey) || !errors.Is(err, shard.ErrBadItem) {
+				t.Errorf("%s: %v, want ErrBadKey", name, err)
+			}
+			if n := sent.Load() - before; n != 0 {
+				t.Errorf("%s: %d requests, want 0", name, n)
+			}
+		}
+		got, err := tbl.Update(ctx, "d", "a", expression.Set(expression.Name("copy"), expression.Name("sk")))
+		if err != nil || got["copy"] != "a" {
+			t.Errorf("update reading sk: %v, %v; want copy = a", got, err)
+		}
+	})
+}
+
+func TestAnalyzeNil(t *testing.T) {
+	if _, err := shard.Analyze(nil, shard.Hash(4)); !errors.Is(err, shard.ErrInvalid) {
+		t.Errorf("Analyze(nil): %v, want ErrInvalid", err)
+	}
+}
+
 func clip(s string) string {
 	if len(s) > 20 {
 		return s[:20] + "…"

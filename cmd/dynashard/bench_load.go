@@ -105,7 +105,7 @@ func (b *bencher) load(ctx context.Context) (*section, error) {
 			}
 			bs, err := batch.WriteSeq(ctx, cl, writes, func(o *batch.Options) {
 				o.KeyAttributes = map[string][]string{table: {"pk", "sk"}}
-				o.MaxStalls = 1 << 20 // measure throughput, never give up
+				o.StallTimeout = 24 * time.Hour // measure throughput, never give up
 			})
 			return bs.Done, err
 		}},

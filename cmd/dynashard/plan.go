@@ -52,10 +52,15 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 	if table {
-		l := shard.NewLayout(*rcu, *wcu, int64(size))
+		l, err := shard.NewLayout(*rcu, *wcu, int64(size))
+		if err != nil {
+			return err
+		}
+		tp, _ := shard.ThroughputPartitions(*rcu, *wcu) // checked by NewLayout
+		sp, _ := shard.SizePartitions(int64(size))
 		fmt.Fprintf(stdout, "table: %g RCU, %g WCU, %s\n", *rcu, *wcu, size.String())
-		fmt.Fprintf(stdout, "  partitions by throughput: ceil(%g/3000 + %g/1000) = %d\n", *rcu, *wcu, shard.ThroughputPartitions(*rcu, *wcu))
-		fmt.Fprintf(stdout, "  partitions by size:       ceil(%s / 10 GB) = %d\n", size.String(), shard.SizePartitions(int64(size)))
+		fmt.Fprintf(stdout, "  partitions by throughput: ceil(%g/3000 + %g/1000) = %d\n", *rcu, *wcu, tp)
+		fmt.Fprintf(stdout, "  partitions by size:       ceil(%s / 10 GB) = %d\n", size.String(), sp)
 		printLayout(stdout, "initial", l)
 		if set["new-rcu"] || set["new-wcu"] {
 			r, w := *newRCU, *newWCU
@@ -65,7 +70,11 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			if w < 0 {
 				w = *wcu
 			}
-			printLayout(stdout, fmt.Sprintf("after changing to %g RCU, %g WCU", r, w), l.Provision(r, w))
+			after, err := l.Provision(r, w)
+			if err != nil {
+				return err
+			}
+			printLayout(stdout, fmt.Sprintf("after changing to %g RCU, %g WCU", r, w), after)
 		}
 	}
 	if hot {

@@ -26,6 +26,11 @@ const (
 	MaxRequestBytes = 16_000_000
 )
 
+// DefaultStallTimeout is how long a call goes on without progress when
+// Options.StallTimeout is zero: long enough to ride out a few seconds of
+// total throttling, short enough that a dead table is reported.
+const DefaultStallTimeout = 10 * time.Second
+
 // Write is one put or delete request. Exactly one of Put and Delete is set.
 type Write struct {
 	Table string
@@ -85,15 +90,15 @@ type Options struct {
 	// 25 ms and 2 s.
 	BaseDelay, MaxDelay time.Duration
 
-	// MaxStalls is how many consecutive rounds without progress (every
-	// entry of a request came back unprocessed or throttled) the call
-	// accepts before it gives up with ErrStalled. Requests sent
-	// concurrently count as one round. Zero means 10.
-	MaxStalls int
+	// StallTimeout is how long the call goes on without any entry being
+	// done (every response unprocessed or throttled) before it gives up
+	// with ErrStalled. It is measured from the last progress, whatever the
+	// concurrency. Zero means DefaultStallTimeout.
+	StallTimeout time.Duration
 
 	// RetryBudget caps the requests that re-send leftovers or repeat a
 	// throttled request, across the call; past it the call gives up with
-	// ErrRetryBudget. Zero means no cap (MaxStalls and ctx still bound the
+	// ErrRetryBudget. Zero means no cap (StallTimeout and ctx still bound the
 	// call); a negative value allows no retry at all.
 	RetryBudget int
 
@@ -140,8 +145,8 @@ func (o *Options) setDefaults() {
 	if o.MaxDelay < o.BaseDelay {
 		o.MaxDelay = o.BaseDelay
 	}
-	if o.MaxStalls <= 0 {
-		o.MaxStalls = 10
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
 	}
 	if o.maxRequestBytes <= 0 {
 		o.maxRequestBytes = MaxRequestBytes
@@ -188,7 +193,7 @@ var (
 	ErrDuplicateKey = errors.New("batch: duplicate key")
 	// ErrRetryBudget reports that Options.RetryBudget was spent.
 	ErrRetryBudget = errors.New("batch: retry budget exhausted")
-	// ErrStalled reports Options.MaxStalls rounds in a row without progress.
+	// ErrStalled reports Options.StallTimeout without progress.
 	ErrStalled = errors.New("batch: no progress")
 )
 
@@ -274,19 +279,25 @@ func writeAll(ctx context.Context, send sender, writes []Write, opts Options) (S
 // validated as they are pulled; an invalid one stops the call with an
 // *UnprocessedError whose Err is the *InputError. A write with the key of
 // an earlier write that is not done yet waits for it, so writes to one key
-// are applied in sequence order.
+// are applied in sequence order; pulling goes on meanwhile, with up to
+// MaxConcurrency requests' worth of such writes waiting at once.
 //
 // On failure the error lists the writes pulled but not done; the sequence
 // is not pulled further, and Stats.Done + len(Writes) is how many were
 // pulled. The sequence is pulled by one goroutine at a time, while the
-// engine waits; ctx cannot interrupt a sequence that blocks. Safe for
-// concurrent use; c must be too.
+// engine waits; ctx cannot interrupt a sequence that blocks. If the
+// sequence panics, WriteSeq stops pulling, waits for the requests in
+// flight, and panics with the same value in the caller's goroutine. A nil
+// sequence is an error matching ErrInvalidWrite. Safe for concurrent use; c must be too.
 func WriteSeq(ctx context.Context, c WriteAPI, writes iter.Seq[Write], optFns ...func(*Options)) (Stats, error) {
 	opts := options(optFns)
 	return writeSeq(ctx, writeSender(c, opts), writes, opts)
 }
 
 func writeSeq(ctx context.Context, send sender, writes iter.Seq[Write], opts Options) (Stats, error) {
+	if writes == nil {
+		return Stats{}, fmt.Errorf("%w: the sequence of writes is nil", ErrInvalidWrite)
+	}
 	next, stop := iter.Pull(writes)
 	defer stop()
 	i := 0

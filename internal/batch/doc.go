@@ -16,11 +16,18 @@
 // value) and folded into the next request ahead of fresh entries, so
 // requests stay full rather than trickling out a few leftovers at a time.
 //
-// Before leftovers go out again the request waits a random time in
-// [0, min(MaxDelay, BaseDelay·2^stalls)) ("full jitter"; 25 ms and 2 s by
-// default). A round that makes progress resets stalls to zero; a round where
-// nothing was done (every entry unprocessed, or a throttling error)
-// increments it, counting requests sent concurrently as one round.
+// Leftovers wait before they go out again, with full jitter: a random time
+// in [0, d). Rounds belong to the whole engine, not to one request: the
+// first response of the current round in which nothing was done (every
+// entry unprocessed, or a throttling error) ends the round, adds one to a
+// stall count and closes a gate that every worker waits at, whether it has
+// leftovers or fresh entries to send, for a random time in
+// [0, min(MaxDelay, BaseDelay·2^stalls)) (25 ms and 2 s by default).
+// Responses to requests sent before the gate closed belong to the round
+// that already ended and count nothing, so a call backs off as one client
+// however many requests it has in flight. Any response that does some of
+// its entries resets the count and opens the gate; its own leftovers then
+// wait a random time in [0, BaseDelay).
 // BatchGetItem also returns UnprocessedKeys merely because a response
 // reached its size limit (about 16 MB, or 1 MB from one partition in
 // practice), with no throttling at all. Such a partial needs no wait, and
@@ -30,7 +37,7 @@
 // and backs off. A partition throttled while others answer is thus retried
 // without delay until only its keys are left, then backs off like any
 // stalled round. BatchWriteItem leftovers always mean throttling, so
-// writes always back off (from BaseDelay after progress).
+// writes always wait.
 //
 // Errors the SDK returns after its own retries are of two kinds.
 // ProvisionedThroughputExceededException, ThrottlingException and
@@ -53,8 +60,10 @@
 // # Failure
 //
 // A call ends early when ctx is done, when Options.RetryBudget retries have
-// been spent (ErrRetryBudget), after Options.MaxStalls rounds in a row
-// without progress (ErrStalled), or on a non-throttling error. It then stops
+// been spent (ErrRetryBudget), when nothing has been done for
+// Options.StallTimeout (ErrStalled; 10 s by default, measured from the
+// last response that did something, so neither concurrency nor the number
+// of rounds shortens it), or on a non-throttling error. It then stops
 // sending, cuts backoffs short, lets requests already in flight finish, and
 // returns an *UnprocessedError holding exactly the entries not done, in
 // input order, wrapping the cause. Entries of a request that failed are

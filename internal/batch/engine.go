@@ -24,8 +24,16 @@ type outcome struct {
 type sender func(ctx context.Context, batch []*job) outcome
 
 // engine runs one call: workers take requests built from leftovers first,
-// then fresh entries, send them, and put leftovers back after a backoff.
-// All state is guarded by mu.
+// then fresh entries, send them, and put leftovers back. All state below mu
+// is guarded by it.
+//
+// Rounds belong to the whole engine, not to a worker: the first response of
+// the current round that made no progress ends the round, counts one stall
+// and closes the gate, and no worker sends anything (fresh or leftover)
+// until the gate opens after the backoff. Responses to requests sent before
+// that are of an older round and count nothing, so the time the engine
+// backs off, and the time before it gives up, do not depend on how many
+// requests it has in flight.
 type engine struct {
 	opts       Options
 	send       sender
@@ -37,23 +45,34 @@ type engine struct {
 	rest       func() []*job // fresh entries never pulled, reported when stopping
 	sem        *semaphore.Weighted
 
-	mu          sync.Mutex
-	cond        sync.Cond
-	queue       []*job         // leftovers ready to be sent again
-	peek        *job           // a pulled entry that did not fit the last request
-	held        *job           // a pulled entry waiting for its key to be done
-	pending     map[string]int // keys pulled and not done (ordered only)
-	exhausted   bool           // pull has nothing more
-	outstanding int            // requests in flight or backing off
-	stalls      int            // consecutive rounds without progress
-	round       int            // bumped whenever stalls changes
-	stopping    bool
-	stopCh      chan struct{} // closed when stopping, to cut backoffs short
-	cause       error
-	undone      []*job
-	items       []Item
-	stats       Stats
+	mu           sync.Mutex
+	cond         sync.Cond
+	queue        []*job            // leftovers ready to be sent again
+	peek         *job              // a pulled entry that did not fit the last request
+	held         map[string][]*job // pulled entries waiting for their key, per key in pull order
+	ready        []*job            // held entries whose key became free
+	waiting      int               // entries in held and ready
+	pending      map[string]int    // keys pulled and not done (ordered only)
+	exhausted    bool              // pull has nothing more
+	outstanding  int               // requests in flight or backing off
+	stalls       int               // consecutive rounds without progress
+	round        int               // bumped whenever a round ends
+	gate         time.Time         // nothing is sent before it
+	lastProgress time.Time
+	stopping     bool
+	stopCh       chan struct{} // closed when stopping, to cut waits short
+	cause        error
+	panicked     *pullPanic
+	undone       []*job
+	items        []Item
+	stats        Stats
 }
+
+// pullPanic carries a panic of the caller's sequence out of a worker, to
+// be raised again in the caller's goroutine.
+type pullPanic struct{ value any }
+
+var errPullPanic = errors.New("batch: the input sequence panicked")
 
 // feed makes the engine draw its entries from jobs, in order.
 func (e *engine) feed(jobs []*job) {
@@ -72,6 +91,7 @@ func newEngine(opts Options, send sender, maxCount int, maxBytes int64, sizeDriv
 	e := &engine{
 		opts: opts, send: send, maxCount: maxCount, maxBytes: maxBytes, sizeDriven: sizeDriven,
 		sem:     semaphore.NewWeighted(opts.MaxInFlightBytes),
+		held:    map[string][]*job{},
 		pending: map[string]int{},
 		stopCh:  make(chan struct{}),
 	}
@@ -81,18 +101,18 @@ func newEngine(opts Options, send sender, maxCount int, maxBytes int64, sizeDriv
 
 // run drives the call to its end and returns the entries not done, in
 // input order, with the cause. Every goroutine it starts has ended when it
-// returns.
+// returns. A panic of the input sequence is raised again here, in the
+// caller's goroutine, once the requests in flight have ended.
 func (e *engine) run(ctx context.Context) ([]*job, error) {
+	e.lastProgress = time.Now()
 	cancelled := make(chan struct{})
 	stopWatch := context.AfterFunc(ctx, func() {
 		defer close(cancelled)
 		e.mu.Lock()
 		e.failLocked(ctx.Err())
-		e.cond.Broadcast()
 		e.mu.Unlock()
 	})
 	var g errgroup.Group
-	g.SetLimit(e.opts.MaxConcurrency)
 	for range e.opts.MaxConcurrency {
 		g.Go(func() error {
 			e.worker(ctx)
@@ -103,16 +123,23 @@ func (e *engine) run(ctx context.Context) ([]*job, error) {
 	if !stopWatch() {
 		<-cancelled
 	}
+	if e.panicked != nil {
+		panic(e.panicked.value)
+	}
+	return e.leftovers()
+}
 
+// leftovers collects every entry not done, in input order.
+func (e *engine) leftovers() ([]*job, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	left := e.undone
-	left = append(left, e.queue...)
+	left := append(e.undone, e.queue...)
 	if e.peek != nil {
 		left = append(left, e.peek)
 	}
-	if e.held != nil {
-		left = append(left, e.held)
+	left = append(left, e.ready...)
+	for _, js := range e.held {
+		left = append(left, js...)
 	}
 	if e.rest != nil {
 		left = append(left, e.rest()...)
@@ -123,37 +150,47 @@ func (e *engine) run(ctx context.Context) ([]*job, error) {
 
 func (e *engine) worker(ctx context.Context) {
 	for {
-		batch, round, ok := e.next()
+		batch, round, ok := e.next(ctx)
 		if !ok {
 			return
 		}
-		e.do(ctx, batch, round)
+		out := e.sendOne(ctx, batch)
+		left, delay, again := e.settle(ctx, batch, round, out)
+		if again {
+			slept := sleep(ctx, e.stopCh, delay)
+			e.requeue(ctx, left, slept)
+		}
 	}
 }
 
-// next blocks until there is a request to send, or returns false when the
-// call is over for this worker.
-func (e *engine) next() ([]*job, int, bool) {
+// next blocks until there is a request to send and the gate is open, or
+// returns false when the call is over for this worker.
+func (e *engine) next(ctx context.Context) ([]*job, int, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for {
-		if e.stopping {
-			return nil, 0, false
+	for !e.stopping {
+		if wait := time.Until(e.gate); wait > 0 {
+			e.mu.Unlock()
+			sleep(ctx, e.stopCh, wait)
+			e.mu.Lock()
+			continue
 		}
 		if batch := e.buildLocked(); len(batch) > 0 {
 			e.outstanding++
 			e.stats.Requests++
 			return batch, e.round, true
 		}
-		if e.stopping {
-			return nil, 0, false
-		}
-		if e.exhausted && e.held == nil && e.peek == nil && len(e.queue) == 0 && e.outstanding == 0 {
+		if e.finishedLocked() {
 			e.cond.Broadcast() // wake the other idle workers so they end too
-			return nil, 0, false
+			break
 		}
 		e.cond.Wait()
 	}
+	return nil, 0, false
+}
+
+func (e *engine) finishedLocked() bool {
+	return e.stopping || e.exhausted && e.waiting == 0 && e.peek == nil && len(e.queue) == 0 && e.outstanding == 0
 }
 
 // buildLocked takes leftovers first, then fresh entries, up to the request
@@ -167,13 +204,12 @@ func (e *engine) buildLocked() []*job {
 	}
 	retry := false
 	for len(e.queue) > 0 && len(batch) < e.maxCount && fits(e.queue[0]) {
-		j := e.queue[0]
+		batch = append(batch, e.queue[0])
+		size += e.queue[0].wire
 		e.queue = e.queue[1:]
-		batch = append(batch, j)
-		size += j.wire
 		retry = true
 	}
-	if retry && e.opts.RetryBudget != 0 && (e.opts.RetryBudget < 0 || e.stats.Retries >= e.opts.RetryBudget) {
+	if retry && e.budgetSpentLocked() {
 		e.queue = append(batch, e.queue...)
 		e.failLocked(ErrRetryBudget)
 		return nil
@@ -200,143 +236,173 @@ func (e *engine) buildLocked() []*job {
 	return batch
 }
 
+func (e *engine) budgetSpentLocked() bool {
+	b := e.opts.RetryBudget
+	return b < 0 || b > 0 && e.stats.Retries >= b
+}
+
 // freshLocked returns the next entry never sent, or nil if none can go now.
+// An entry whose key is still in progress (ordered only) waits in held
+// while pulling goes on, up to one request's worth per worker.
 func (e *engine) freshLocked() *job {
 	if j := e.peek; j != nil {
 		e.peek = nil
 		return j
 	}
-	if j := e.held; j != nil {
-		if e.pending[j.fp] > 0 {
-			return nil
-		}
-		e.held = nil
-		e.pending[j.fp]++
+	if len(e.ready) > 0 {
+		j := e.ready[0]
+		e.ready = e.ready[1:]
+		e.waiting--
 		return j
 	}
-	if e.exhausted || e.stopping {
-		return nil
+	for !e.exhausted && !e.stopping && e.waiting < e.opts.MaxConcurrency*e.maxCount {
+		j := e.pullLocked()
+		if j == nil || !e.ordered {
+			return j
+		}
+		if e.pending[j.fp] == 0 {
+			e.pending[j.fp]++
+			return j
+		}
+		e.held[j.fp] = append(e.held[j.fp], j)
+		e.waiting++
 	}
-	j, err := e.pull()
+	return nil
+}
+
+// pullLocked pulls one entry; at the end of the input, on an invalid entry
+// or on a panic of the input it marks the input exhausted and returns nil.
+func (e *engine) pullLocked() (j *job) {
+	var err error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				e.panicked = &pullPanic{value: v}
+				j, err = nil, errPullPanic
+			}
+		}()
+		j, err = e.pull()
+	}()
 	if err != nil {
-		e.exhausted = true
 		if j != nil {
 			e.undone = append(e.undone, j)
 		}
+		e.exhausted = true
 		e.failLocked(err)
 		return nil
 	}
 	if j == nil {
 		e.exhausted = true
-		return nil
-	}
-	if e.ordered {
-		if e.pending[j.fp] > 0 {
-			e.held = j
-			return nil
-		}
-		e.pending[j.fp]++
 	}
 	return j
 }
 
-// do sends one request and settles its outcome.
-func (e *engine) do(ctx context.Context, batch []*job, round int) {
+// sendOne sends one request within the in-flight byte bound.
+func (e *engine) sendOne(ctx context.Context, batch []*job) outcome {
 	var weight int64 = requestOverhead
 	for _, j := range batch {
 		weight += j.wire
 	}
 	weight = min(weight, e.opts.MaxInFlightBytes)
-	var out outcome
 	if err := e.sem.Acquire(ctx, weight); err != nil {
-		out = outcome{err: err}
-	} else {
-		out = e.send(ctx, batch)
-		e.sem.Release(weight)
+		return outcome{err: err}
 	}
+	defer e.sem.Release(weight)
+	return e.send(ctx, batch)
+}
 
+// settle records the outcome of a request. When entries are to be sent
+// again it returns them with the time to wait first; otherwise the request
+// is finished.
+func (e *engine) settle(ctx context.Context, batch []*job, round int, out outcome) (left []*job, delay time.Duration, again bool) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer e.progressLocked()
 	e.stats.Attempts += out.attempts
 	e.stats.ConsumedCapacity += out.capacity
 	e.items = append(e.items, out.items...)
-	left := out.left
+	left = out.left
 	if out.err != nil {
-		switch {
-		case ctx.Err() != nil:
-			e.failLocked(ctx.Err())
-			e.settleLocked(batch, batch)
-			return
-		case isThrottle(out.err):
-			e.stats.Throttled++
-			left = batch
-		default:
-			e.failLocked(out.err)
-			e.settleLocked(batch, batch)
-			return
+		if ctx.Err() != nil || !isThrottle(out.err) {
+			e.failLocked(cmpOr(ctx.Err(), out.err))
+			e.finishLocked(batch, batch)
+			return nil, 0, false
 		}
+		e.stats.Throttled++
+		left = batch
 	}
-	if len(left) == 0 {
-		e.settleLocked(batch, nil)
-		return
-	}
-	e.stats.UnprocessedRounds++
 	progress := len(left) < len(batch)
-	switch {
-	case progress:
-		e.stalls = 0
-		e.round++
-	case round == e.round:
-		// Requests sent in the same round stall together: count it once.
-		e.stalls++
-		e.round++
+	if err := e.roundLocked(progress, round); err != nil {
+		e.failLocked(err)
 	}
-	if e.stalls > e.opts.MaxStalls {
-		e.failLocked(ErrStalled)
-		e.settleLocked(batch, left)
-		return
+	if len(left) > 0 {
+		e.stats.UnprocessedRounds++
 	}
-	if e.opts.RetryBudget < 0 || (e.opts.RetryBudget > 0 && e.stats.Retries >= e.opts.RetryBudget) {
+	if len(left) == 0 || e.stopping {
+		e.finishLocked(batch, left)
+		return nil, 0, false
+	}
+	if e.budgetSpentLocked() {
 		e.failLocked(ErrRetryBudget)
-		e.settleLocked(batch, left)
-		return
-	}
-	var delay time.Duration
-	if !(progress && e.sizeDriven) {
-		delay = e.opts.jitter(backoff(e.opts.BaseDelay, e.opts.MaxDelay, e.stalls))
-	}
-	e.progressLocked()
-	e.mu.Unlock()
-
-	slept := sleep(ctx, e.stopCh, delay)
-
-	e.mu.Lock()
-	if !slept {
-		if ctx.Err() != nil {
-			e.failLocked(ctx.Err())
-		}
-		e.settleLocked(batch, left)
-		return
+		e.finishLocked(batch, left)
+		return nil, 0, false
 	}
 	e.doneLocked(batch, left)
+	if progress && !e.sizeDriven {
+		// Leftovers after progress wait a little on their own; a stalled
+		// round's wait is the gate's, shared by every worker.
+		delay = e.opts.jitter(e.opts.BaseDelay)
+	}
+	return left, delay, true
+}
+
+// roundLocked applies the round rule to a response and reports ErrStalled
+// when nothing has been done for StallTimeout.
+func (e *engine) roundLocked(progress bool, round int) error {
+	now := time.Now()
+	if progress {
+		e.stalls = 0
+		e.round++
+		e.gate = time.Time{}
+		e.lastProgress = now
+		return nil
+	}
+	if round != e.round {
+		return nil // the round this request was sent in has already ended
+	}
+	if now.Sub(e.lastProgress) >= e.opts.StallTimeout {
+		return ErrStalled
+	}
+	e.stalls++
+	e.round++
+	e.gate = now.Add(e.opts.jitter(backoff(e.opts.BaseDelay, e.opts.MaxDelay, e.stalls)))
+	return nil
+}
+
+// requeue puts leftovers back after their wait. A wait cut short means the
+// call is stopping; the leftovers are then reported from the queue.
+func (e *engine) requeue(ctx context.Context, left []*job, slept bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !slept && ctx.Err() != nil {
+		e.failLocked(ctx.Err())
+	}
 	e.queue = append(e.queue, left...)
 	e.outstanding--
 	e.cond.Broadcast()
-	e.mu.Unlock()
 }
 
-// settleLocked ends a request whose leftovers will not be sent again: they
-// are undone. It unlocks mu.
-func (e *engine) settleLocked(batch, left []*job) {
+// finishLocked ends a request whose leftovers will not be sent again.
+func (e *engine) finishLocked(batch, left []*job) {
 	e.doneLocked(batch, left)
 	e.undone = append(e.undone, left...)
 	e.outstanding--
-	e.progressLocked()
 	e.cond.Broadcast()
-	e.mu.Unlock()
 }
 
 // doneLocked counts the entries of batch not in left as done and releases
-// their keys. It is called once per request.
+// their keys, handing a key to the next entry held for it. It is called
+// once per request.
 func (e *engine) doneLocked(batch, left []*job) {
 	if len(left) == len(batch) {
 		return
@@ -351,9 +417,23 @@ func (e *engine) doneLocked(batch, left []*job) {
 		}
 		e.stats.Done++
 		if e.ordered {
-			if e.pending[j.fp]--; e.pending[j.fp] <= 0 {
-				delete(e.pending, j.fp)
-			}
+			e.releaseLocked(j.fp)
+		}
+	}
+}
+
+func (e *engine) releaseLocked(fp string) {
+	if e.pending[fp]--; e.pending[fp] > 0 {
+		return
+	}
+	delete(e.pending, fp)
+	if hs := e.held[fp]; len(hs) > 0 {
+		e.ready = append(e.ready, hs[0])
+		e.pending[fp]++
+		if len(hs) == 1 {
+			delete(e.held, fp)
+		} else {
+			e.held[fp] = hs[1:]
 		}
 	}
 }
@@ -372,6 +452,13 @@ func (e *engine) failLocked(err error) {
 	e.cause = err
 	close(e.stopCh)
 	e.cond.Broadcast()
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // backoff is min(max, base·2^stalls).

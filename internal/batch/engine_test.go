@@ -342,12 +342,12 @@ func TestGiveUp(t *testing.T) {
 		want    error
 		code    string // the API error the cause wraps, if any
 	}{
-		{"stalled", func(o *Options) { o.MaxStalls = 3 },
+		{"stalled", func(o *Options) { o.StallTimeout = time.Nanosecond },
 			func(int, []*job) outcome {
 				return outcome{left: nil, err: &smithy.GenericAPIError{Code: "ThrottlingException"}}
 			},
 			ErrStalled, ""},
-		{"stalled by leftovers", func(o *Options) { o.MaxStalls = 2 },
+		{"stalled by leftovers", func(o *Options) { o.StallTimeout = time.Nanosecond },
 			func(_ int, b []*job) outcome { return outcome{left: b} },
 			ErrStalled, ""},
 		{"retry budget", func(o *Options) { o.RetryBudget = 3 },

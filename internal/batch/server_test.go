@@ -415,7 +415,7 @@ func TestProxyUnprocessed90(t *testing.T) {
 		st, err := WriteAll(context.Background(), pc.client, writes, pc.opt, func(o *Options) {
 			// Short waits keep the test quick; 90% unprocessed leaves a
 			// lone leftover stalled for many rounds in a row.
-			o.BaseDelay, o.MaxDelay, o.MaxStalls = 2*time.Millisecond, 50*time.Millisecond, 1000
+			o.BaseDelay, o.MaxDelay, o.StallTimeout = 2*time.Millisecond, 50*time.Millisecond, time.Minute
 			o.MaxConcurrency = 16
 		})
 		if err != nil {
@@ -556,7 +556,7 @@ func TestProxyThrottled(t *testing.T) {
 		pc := setupProxy(t, srv, faultproxy.Config{ThrottleRate: 0.6, Ops: []string{"BatchWriteItem"}, Seed: 4}, 1)
 		writes := pc.puts(300)
 		st, err := WriteAll(context.Background(), pc.client, writes, pc.opt, func(o *Options) {
-			o.BaseDelay, o.MaxDelay, o.MaxStalls = time.Millisecond, 20*time.Millisecond, 100
+			o.BaseDelay, o.MaxDelay, o.StallTimeout = time.Millisecond, 20*time.Millisecond, time.Minute
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -665,7 +665,7 @@ func TestServerWriteSeqOrdered(t *testing.T) {
 				}
 			}
 		}
-		st, err := WriteSeq(context.Background(), pc.client, seq, pc.opt, noWait, func(o *Options) { o.MaxStalls = 100 })
+		st, err := WriteSeq(context.Background(), pc.client, seq, pc.opt, noWait, func(o *Options) { o.StallTimeout = time.Minute })
 		if err != nil {
 			t.Fatal(err)
 		}
