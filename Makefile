@@ -1,13 +1,15 @@
 # The two commands a new user needs: `make demo` and `make test`.
 GO ?= go
 
-.PHONY: test demo servers vet fuzz bench
+.PHONY: test demo servers vet fuzz bench bench-report
 
 # test installs the local servers (once; cached), checks formatting and vet,
 # and runs every test with the race detector; integration tests run against
-# both DynamoDB Local and dynalite.
+# both DynamoDB Local and dynalite. The bench is its own module (bench/), so
+# its tests run from there.
 test: servers vet
 	$(GO) test -race -count=1 -timeout 30m ./...
+	cd bench && $(GO) test -race -count=1 -timeout 30m ./...
 
 demo: servers
 	$(GO) run ./examples/demo
@@ -15,10 +17,21 @@ demo: servers
 servers:
 	$(GO) run ./internal/tools/servers
 
+# vet checks gofmt on every Go file git knows or would add (untracked ones
+# too, so that a new file is checked before its first commit), then runs
+# go vet in both modules.
 vet:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	@files=$$(for f in $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'); do \
+	    [ -f "$$f" ] && echo "$$f"; done); \
+	  out=$$(gofmt -l $$files); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 bench: servers
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# bench-report reruns the measurements of the README (about 3 minutes) and
+# rewrites docs/bench; BENCHFLAGS adds flags, e.g. BENCHFLAGS='-note "..."'.
+bench-report: servers
+	cd bench && $(GO) run . -out ../docs/bench $(BENCHFLAGS)

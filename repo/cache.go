@@ -21,7 +21,9 @@ type CacheStats struct {
 // bytes, with a TTL. Concurrent misses on one key share one load.
 //
 // A load that overlaps a write to any key is not stored: the value it read
-// may predate the write. That costs a refill under heavy writes and never
+// may predate the write. That costs a refill under heavy writes and, as
+// long as load reads strongly consistently (an eventually consistent read
+// that starts after a write may still return the value before it), never
 // serves a value older than the last write through the same repository.
 type cache[V any] struct {
 	ttl      time.Duration
@@ -57,7 +59,12 @@ func newCache[V any](entries int, maxBytes int64, ttl time.Duration) *cache[V] {
 }
 
 // get returns the cached value for key or loads it. load's size is the
-// value's weight against the byte bound. Errors are not cached.
+// value's weight against the byte bound. Errors are not cached. The value
+// returned is the one stored: a caller that hands it out must copy it.
+//
+// The shared load runs on a goroutine of its own; a panic in it is raised
+// again on the goroutine of every caller waiting for it, never on the
+// load's.
 func (c *cache[V]) get(ctx context.Context, key string, load func(context.Context) (V, int64, error)) (V, error) {
 	c.mu.Lock()
 	if e, ok := c.lru.Get(key); ok {
@@ -80,7 +87,14 @@ func (c *cache[V]) get(ctx context.Context, key string, load func(context.Contex
 		if v, ok := c.fresh(key, epoch); ok {
 			return v, nil
 		}
-		v, size, err := load(context.WithoutCancel(ctx))
+		var (
+			v    V
+			size int64
+		)
+		err := catch(func() (err error) {
+			v, size, err = load(context.WithoutCancel(ctx))
+			return err
+		})
 		if err != nil {
 			return v, err
 		}
@@ -89,6 +103,9 @@ func (c *cache[V]) get(ctx context.Context, key string, load func(context.Contex
 	})
 	select {
 	case r := <-ch:
+		if p, ok := r.Err.(*panicError); ok {
+			panic(p)
+		}
 		if r.Err != nil {
 			var zero V
 			return zero, r.Err

@@ -173,3 +173,38 @@ func TestCacheErrorsNotCachedAndCtxHonoured(t *testing.T) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }
+
+// TestCachePanicInLoad: a panic in the shared load is raised again on the
+// goroutine of every caller waiting for it, not on the load's (where it
+// would end the process), and nothing is stored.
+func TestCachePanicInLoad(t *testing.T) {
+	c, _ := newTestCache(10, 1<<20, time.Hour)
+	boom := errors.New("boom")
+	release := make(chan struct{})
+	load := func(context.Context) (string, int64, error) {
+		<-release
+		panic(boom)
+	}
+	const callers = 3
+	got := make(chan any, callers)
+	for range callers {
+		go func() {
+			defer func() { got <- recover() }()
+			c.get(context.Background(), "k", load)
+		}()
+	}
+	for c.stats().Misses < callers {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range callers {
+		v := <-got
+		if err, ok := v.(error); !ok || !errors.Is(err, boom) {
+			t.Errorf("caller recovered %v, want a panic matching boom", v)
+		}
+	}
+	var calls atomic.Int64
+	if v, err := c.get(context.Background(), "k", loader("v", 1, &calls)); v != "v" || err != nil || calls.Load() != 1 {
+		t.Errorf("after the panic: got %q, %v after %d loads; want v after 1", v, err, calls.Load())
+	}
+}

@@ -25,6 +25,35 @@
 // List and Count send one Query per suffix, in parallel, bounded by
 // MaxConcurrency; a failing suffix fails the call. A Put that returns an
 // error other than ErrConflict or ErrInvalid may or may not have been
-// applied, as with any DynamoDB write. The cache is per process: writes by
-// other processes are seen after CacheTTL.
+// applied, as with any DynamoDB write.
+//
+// Reads are eventually consistent unless Options.ConsistentRead is set
+// (the cache's excepted, below): a Get, List, All or Count may then miss a
+// write that succeeded a moment before, and an uncached Get right after a
+// Put may return the previous value.
+//
+// # The cache
+//
+// The cache belongs to one Repo: two Repos over the same table, in one
+// process or several, each have their own. It is filled only by strongly
+// consistent reads, whatever ConsistentRead says, and a read that overlaps
+// a write through the same Repo is not kept, so after a Put or Delete
+// through a Repo returns, its Gets never return an older value. Writes
+// through anything else (another Repo, another process) are seen once the
+// entry expires, after at most CacheTTL. Every Get returns its own copy,
+// decoded from the stored item: modifying it changes nothing that later
+// Gets return.
+//
+// # Panics
+//
+// Nothing panics on input: a nil ctx, like any bad input, fails with
+// ErrInvalid before any request. A panic in code the Repo calls, such as
+// T's marshalling methods or the Client, reaches the caller's goroutine,
+// where recover works, also when it happens on a goroutine of the Repo's
+// (the cache's shared load, List's parallel reads of large values): it is
+// raised again there as an error that unwraps to the original value if that
+// was an error, and carries the stack where it happened. (A panic in the
+// Client during the parallel Queries of List, All and Count, or the chunk
+// reads of a large value, happens on a goroutine of package scatter or
+// chunk, and is as those packages handle it.)
 package repo

@@ -21,6 +21,11 @@ import (
 //
 // The attribute must marshal to B ([]byte) or S (string); reading gives
 // back the same type.
+//
+// Get reads the item itself, with the Repo's consistency (strongly
+// consistent to fill the cache, else as Options.ConsistentRead says),
+// whatever the store's EventuallyConsistent option says; the store then
+// reads the chunks the item names.
 type LargeField struct {
 	// Attribute is the attribute name, as T marshals it.
 	Attribute string
@@ -84,42 +89,45 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 	return err
 }
 
-func (r *Repo[T]) getLarge(ctx context.Context, base, id string) (T, error) {
-	var zero T
-	key, err := r.chunkKey(base, id)
-	if err != nil {
-		return zero, classify(err)
+// readLarge completes an item Get has read (with the consistency it chose,
+// whatever the store's EventuallyConsistent says): the payload is inline
+// in it or in the chunks it names.
+func (r *Repo[T]) readLarge(ctx context.Context, pk, id string, item map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	key := chunk.Key{
+		PartitionName: r.pk, Partition: &types.AttributeValueMemberS{Value: pk},
+		SortName: r.sk, Sort: &types.AttributeValueMemberS{Value: id},
 	}
-	data, info, err := r.opts.Large.Store.Get(ctx, key)
+	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item)
 	if errors.Is(err, chunk.ErrNotFound) {
-		return zero, fmt.Errorf("%w: table %s base %q id %q", ErrNotFound, r.name, base, id)
+		return nil, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, r.name, pk, id)
 	}
 	if err != nil {
-		return zero, classify(err)
+		return nil, classify(err)
 	}
-	return r.assemble(key, data, info.Attributes)
+	return r.assemble(key, data, info.Attributes), nil
 }
 
 // resolveLarge completes an item read by a Query: the payload is inline in
 // it or in the chunks it names.
-func (r *Repo[T]) resolveLarge(ctx context.Context, base string, item map[string]types.AttributeValue) (T, error) {
-	var zero T
+func (r *Repo[T]) resolveLarge(ctx context.Context, base string, item map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	id, _ := item[r.sk].(*types.AttributeValueMemberS)
 	if id == nil {
-		return zero, fmt.Errorf("repo: table %s: listed item lacks id %q", r.name, r.sk)
+		return nil, fmt.Errorf("repo: table %s: listed item lacks id %q", r.name, r.sk)
 	}
 	key, err := r.chunkKey(base, id.Value)
 	if err != nil {
-		return zero, classify(err)
+		return nil, classify(err)
 	}
 	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item)
 	if err != nil {
-		return zero, classify(err)
+		return nil, classify(err)
 	}
-	return r.assemble(key, data, info.Attributes)
+	return r.assemble(key, data, info.Attributes), nil
 }
 
-func (r *Repo[T]) assemble(key chunk.Key, data []byte, attrs map[string]types.AttributeValue) (T, error) {
+// assemble returns the item as T marshals it: the store's attributes, the
+// key, and the payload under the large attribute.
+func (r *Repo[T]) assemble(key chunk.Key, data []byte, attrs map[string]types.AttributeValue) map[string]types.AttributeValue {
 	av := make(map[string]types.AttributeValue, len(attrs)+3)
 	for k, v := range attrs {
 		av[k] = v
@@ -131,7 +139,7 @@ func (r *Repo[T]) assemble(key chunk.Key, data []byte, attrs map[string]types.At
 		av[r.opts.Large.Attribute] = &types.AttributeValueMemberB{Value: data}
 	}
 	delete(av, largeIsString)
-	return r.decode(av)
+	return av
 }
 
 func (r *Repo[T]) deleteLarge(ctx context.Context, base, id string) error {

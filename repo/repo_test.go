@@ -110,7 +110,7 @@ func TestErrors(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		table := s.Table(t, "pk:S", "sk:S")
-		r, err := repo.New[Order](s.Client(), table, "pk", "sk", func(o *repo.Options) { o.CursorKey = []byte("k") })
+		r, err := repo.New[Order](s.Client(), table, "pk", "sk", func(o *repo.Options) { o.CursorKey = []byte("a cursor key of at least 16 bytes") })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,9 +19,8 @@
 // [Keys]; [Codec] for a separator other than "."). The suffix is canonical
 // decimal, so every physical key has exactly one (base, suffix) reading.
 //
-// [Layout], [NewLayout] and [Recommend] encode the guide's partition
-// arithmetic (3,000 RCU, 1,000 WCU and 10 GB per partition; doubling,
-// splitting, never merging) and pick a shard count for a hot key.
+// Package partition (github.com/dynashard/dynashard/partition) holds the
+// guide's partition arithmetic and Recommend, which picks N for a hot key.
 //
 // [Table] is typed access to a sharded table: Put, Get, Update and Delete by
 // (base, id), and Load, a bulk loader that interleaves physical keys so

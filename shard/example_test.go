@@ -57,14 +57,14 @@ func ExampleParse() {
 
 	for _, bad := range []string{"2014-07-09.07", "2014-07-09.+7", "2014-07-09", ".7"} {
 		_, _, err := shard.Parse(bad)
-		fmt.Println(errors.Is(err, shard.ErrBadKey), err)
+		fmt.Println(errors.Is(err, shard.ErrInvalidKey), err)
 	}
 	// Output:
 	// orders.2014-07-09 7 <nil>
-	// true shard: bad key "2014-07-09.07": non-canonical suffix (leading zero)
-	// true shard: bad key "2014-07-09.+7": suffix is not decimal digits
-	// true shard: bad key "2014-07-09": missing separator
-	// true shard: bad key ".7": empty base
+	// true shard: invalid key "2014-07-09.07": non-canonical suffix (leading zero)
+	// true shard: invalid key "2014-07-09.+7": suffix is not decimal digits
+	// true shard: invalid key "2014-07-09": missing separator
+	// true shard: invalid key ".7": empty base
 }
 
 func ExampleAnalyze() {
@@ -115,7 +115,7 @@ func ExampleTable() {
 	}
 	defer client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 
-	orders, err := shard.NewTable[ExampleOrder](client, name, "pk", "sk", shard.Hash(200))
+	orders, err := shard.NewTable[ExampleOrder](client, shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(200)})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -131,12 +131,12 @@ func ExampleTable() {
 	// Conditional writes pass through.
 	_, err = orders.Update(ctx, "2014-07-09", "ORD-00000001",
 		expression.Add(expression.Name("amount"), expression.Value(1)),
-		func(o *shard.WriteOptions) { o.Condition = expression.Name("amount").LessThan(expression.Value(42)) })
+		func(o *shard.Options) { o.Condition = expression.Name("amount").LessThan(expression.Value(42)) })
 	fmt.Println(err != nil)
 
 	// Bad input never reaches DynamoDB.
 	err = orders.Put(ctx, "2014-07-09", ExampleOrder{})
-	fmt.Println(errors.Is(err, shard.ErrBadItem))
+	fmt.Println(errors.Is(err, shard.ErrInvalidItem))
 	// Output:
 	// {Day:2014-07-09.16 ID:ORD-00000001 Amount:42} <nil>
 	// true
@@ -158,7 +158,7 @@ func ExampleTable_Load() {
 		return
 	}
 	defer client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-	orders, err := shard.NewTable[ExampleOrder](client, name, "pk", "sk", shard.Hash(20))
+	orders, err := shard.NewTable[ExampleOrder](client, shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(20)})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -181,7 +181,7 @@ func ExampleTable_Load() {
 	var le *shard.LoadError[ExampleOrder]
 	if errors.As(err, &le) {
 		for _, f := range le.Failed {
-			fmt.Println("not written:", f.Base, errors.Is(f.Err, shard.ErrBadItem))
+			fmt.Println("not written:", f.Base, errors.Is(f.Err, shard.ErrInvalidItem))
 		}
 	}
 	// Output:

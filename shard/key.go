@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -17,24 +16,15 @@ const MaxKeyBytes = 2048
 // and [Keys] and by the zero [Codec]: "2014-07-09.7", as in the guide.
 const DefaultSep = "."
 
-// ErrBadKey matches (with errors.Is) every error about a malformed physical
-// key or base: empty base, missing or non-canonical suffix, invalid UTF-8,
-// too long. The error is a *[KeyError] carrying the key.
-var ErrBadKey = errors.New("shard: bad key")
-
-// ErrKeyTooLong matches (with errors.Is) a *[KeyError] for a key whose
-// UTF-8 length, suffix included, exceeds [MaxKeyBytes]. It also matches
-// ErrBadKey.
-var ErrKeyTooLong = errors.New("shard: key too long")
-
 // KeyError describes a physical key (or base) that cannot be used. It
-// matches [ErrBadKey], and [ErrKeyTooLong] when that is the reason.
+// matches [ErrInvalidKey] and [ErrInvalid], and [ErrKeyTooLong] when that
+// is the reason.
 type KeyError struct {
 	Key    string // the offending key or base, as given
 	Reason string // what is wrong with it, e.g. "non-canonical suffix"
 }
 
-// Reasons a KeyError can carry. Unexported: callers branch on ErrBadKey and
+// Reasons a KeyError can carry. Unexported: callers branch on ErrInvalidKey and
 // ErrKeyTooLong; tests in this package compare these.
 const (
 	reasonEmptyBase    = "empty base"
@@ -47,10 +37,11 @@ const (
 	reasonTooLong      = "longer than 2048 bytes"
 	reasonUTF8         = "invalid UTF-8"
 	reasonBadSep       = "separator is empty, contains a digit or is invalid UTF-8"
+	reasonNoRecord     = "base too long for its layout record (2,038 bytes at most)"
 )
 
 func (e *KeyError) Error() string {
-	return fmt.Sprintf("shard: bad key %q: %s", clip(e.Key), e.Reason)
+	return fmt.Sprintf("shard: invalid key %q: %s", clip(e.Key), e.Reason)
 }
 
 // clip shortens s for an error message: a 100 KB key in a log line helps
@@ -67,10 +58,13 @@ func clip(s string) string {
 	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
-// Is makes a KeyError match ErrBadKey, and ErrKeyTooLong when too long.
+// Is makes a KeyError match ErrInvalidKey, and ErrKeyTooLong when too long.
 func (e *KeyError) Is(target error) bool {
-	return target == ErrBadKey || (target == ErrKeyTooLong && e.Reason == reasonTooLong)
+	return target == ErrKeyTooLong && e.Reason == reasonTooLong
 }
+
+// Unwrap returns ErrInvalidKey, which matches ErrInvalid.
+func (e *KeyError) Unwrap() error { return ErrInvalidKey }
 
 // Codec formats and parses physical keys base<Sep>suffix. The zero value uses
 // [DefaultSep] ("."). Sep must be non-empty valid UTF-8 without ASCII digits

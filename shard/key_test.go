@@ -98,8 +98,8 @@ func TestParse(t *testing.T) {
 			if ke.Reason != tt.reason {
 				t.Errorf("Parse(%q) reason = %q, want %q", tt.key, ke.Reason, tt.reason)
 			}
-			if !errors.Is(err, ErrBadKey) {
-				t.Errorf("Parse(%q) error %v does not match ErrBadKey", tt.key, err)
+			if !errors.Is(err, ErrInvalidKey) {
+				t.Errorf("Parse(%q) error %v does not match ErrInvalidKey", tt.key, err)
 			}
 			if got := errors.Is(err, ErrKeyTooLong); got != tt.tooLongErr {
 				t.Errorf("errors.Is(%v, ErrKeyTooLong) = %v, want %v", err, got, tt.tooLongErr)
@@ -132,8 +132,8 @@ func TestCheck(t *testing.T) {
 		if (err != nil) != tt.wantErr || errors.Is(err, ErrKeyTooLong) != tt.tooLong {
 			t.Errorf("Check(%d-byte base, %d) = %v, want error %v, too long %v", len(tt.base), tt.suffix, err, tt.wantErr, tt.tooLong)
 		}
-		if err != nil && !errors.Is(err, ErrBadKey) {
-			t.Errorf("Check error %v does not match ErrBadKey", err)
+		if err != nil && !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Check error %v does not match ErrInvalidKey", err)
 		}
 		// Check must agree with Parse on what Key produces.
 		_, _, perr := Parse(Key(tt.base, tt.suffix))
@@ -193,8 +193,8 @@ func FuzzParse(f *testing.F) {
 		c := Codec{Sep: sep}
 		base, suffix, err := c.Parse(key)
 		if err != nil {
-			if !errors.Is(err, ErrBadKey) {
-				t.Fatalf("Parse(%q) error %v does not match ErrBadKey", key, err)
+			if !errors.Is(err, ErrInvalidKey) {
+				t.Fatalf("Parse(%q) error %v does not match ErrInvalidKey", key, err)
 			}
 			return
 		}

@@ -114,6 +114,11 @@ type loadEntry struct {
 // BufferItems items (BufferBytes bytes), so input of any length loads in
 // bounded memory; within one physical key the input order is kept.
 //
+// Before the first item of each base is sent, the base's layout record is
+// checked or written ([Layout.Record]: one GetItem per base and process,
+// plus a PutItem for a base never written); items of a base whose record
+// disagrees fail with a *LayoutError and are not sent.
+//
 // Requests run in parallel (MaxConcurrency) through the batch engine, which
 // retries UnprocessedItems and throttling with capped, jittered backoff
 // within RetryBudget. Invalid items are skipped and reported; they do not
@@ -150,13 +155,16 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 	entries := func(yield func(loadEntry) bool) {
 		for base, item := range items {
 			stats.Read++
-			av, _, err := t.marshal(base, item)
+			av, _, err := t.marshal(base, item, t.opts)
+			if err == nil {
+				err = t.l.Record(ctx, t.c, base)
+			}
 			if err != nil {
 				failed = append(failed, FailedItem[T]{Base: base, Item: item, Err: err})
 				continue
 			}
 			size, _ := ddbsize.ItemSize(av) // checked by marshal
-			e := loadEntry{pk: keyString(av[t.pk]), write: batch.Write{Table: t.name, Put: av}, size: size}
+			e := loadEntry{pk: keyString(av[t.l.PartitionKey]), write: batch.Write{Table: t.l.Table, Put: av}, size: size}
 			if !yield(e) {
 				return
 			}
@@ -176,7 +184,7 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 		bo.MaxConcurrency = o.MaxConcurrency
 		bo.RetryBudget = o.RetryBudget
 		bo.StallTimeout = o.StallTimeout
-		bo.KeyAttributes = map[string][]string{t.name: {t.pk, t.sk}}
+		bo.KeyAttributes = map[string][]string{t.l.Table: {t.l.PartitionKey, t.l.SortKey}}
 		if o.OnProgress != nil {
 			bo.OnProgress = func(s batch.Stats) { o.OnProgress(progressOf(s)) }
 		}
@@ -201,12 +209,12 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 
 // failedWrite rebuilds the item of a write that was not done.
 func (t *Table[T]) failedWrite(w batch.Write, cause error) FailedItem[T] {
-	pk := keyString(w.Put[t.pk])
-	base, _, perr := t.opts.Codec.Parse(pk)
+	pk := keyString(w.Put[t.l.PartitionKey])
+	base, _, perr := t.l.Codec.Parse(pk)
 	if perr != nil {
 		base = pk
 	}
-	item, uerr := t.unmarshal(w.Put)
+	item, uerr := t.unmarshal(w.Put, t.opts)
 	if cause == nil {
 		cause = errors.New("shard: load: not written")
 	}

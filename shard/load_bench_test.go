@@ -119,7 +119,7 @@ func BenchmarkLoadSorted(b *testing.B) {
 
 func newBenchTable(b *testing.B, c shard.Client, name string, st shard.Strategy) *shard.Table[Order] {
 	b.Helper()
-	tbl, err := shard.NewTable[Order](c, name, "pk", "sk", st)
+	tbl, err := shard.NewTable[Order](c, shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: st})
 	if err != nil {
 		b.Fatal(err)
 	}

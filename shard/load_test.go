@@ -59,6 +59,9 @@ func scanAll(t *testing.T, c *dynamodb.Client, table string) map[string]Order {
 			t.Fatal(err)
 		}
 		for _, it := range page.Items {
+			if shard.IsRecord(it) {
+				continue
+			}
 			pk := it["pk"].(*types.AttributeValueMemberS).Value
 			sk := it["sk"].(*types.AttributeValueMemberS).Value
 			var o Order
@@ -86,7 +89,7 @@ func stored(s shard.Strategy, in []pair) map[string]Order {
 
 func newOrders(t *testing.T, c shard.Client, table string, s shard.Strategy) *shard.Table[Order] {
 	t.Helper()
-	tbl, err := shard.NewTable[Order](c, table, "pk", "sk", s)
+	tbl, err := shard.NewTable[Order](c, shard.Layout{Table: table, PartitionKey: "pk", SortKey: "sk", Strategy: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +143,8 @@ func TestLoad(t *testing.T) {
 		var failed []pair
 		for _, f := range le.Failed {
 			failed = append(failed, pair{f.Base, f.Item})
-			if !errors.Is(f.Err, shard.ErrBadItem) {
-				t.Errorf("failed item %q/%q: %v, want ErrBadItem", clip(f.Base), f.Item.ID, f.Err)
+			if !errors.Is(f.Err, shard.ErrInvalidItem) {
+				t.Errorf("failed item %q/%q: %v, want ErrInvalidItem", clip(f.Base), f.Item.ID, f.Err)
 			}
 		}
 		if diff := cmp.Diff(invalidIn, failed, cmp.AllowUnexported(pair{})); diff != "" {

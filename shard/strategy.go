@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 )
@@ -17,24 +16,15 @@ import (
 // choice backed by [Recommend].
 const MaxN = 10000
 
-// ErrShardCount is returned (wrapped) by [CheckN] for a shard count outside
-// 1..[MaxN], and by callers that validate a Strategy's N at run time.
-var ErrShardCount = errors.New("shard: shard count out of range")
-
-// CheckN reports whether n is a valid shard count (1..[MaxN]). Use it to
-// validate a count that arrives at run time (a flag, a config file) before
-// passing it to [Random], [Hash] or [CodePointProduct], which panic on misuse.
+// CheckN reports whether n is a valid shard count (1..[MaxN]), as an error
+// matching [ErrInvalidStrategy]. [Random], [Hash] and [CodePointProduct]
+// accept any n, and every entry point (Layout.Validate first) rejects a
+// strategy whose n is out of range before sending anything.
 func CheckN(n int) error {
 	if n < 1 || n > MaxN {
-		return fmt.Errorf("%w: %d not in 1..%d", ErrShardCount, n, MaxN)
+		return fmt.Errorf("%w: shard count %d not in 1..%d", ErrInvalidStrategy, n, MaxN)
 	}
 	return nil
-}
-
-func mustN(n int) {
-	if err := CheckN(n); err != nil {
-		panic(err.Error())
-	}
 }
 
 // Strategy picks the physical suffix, 1..N(), for an item's id.
@@ -59,17 +49,21 @@ type Strategy interface {
 // it for data that is read whole (all suffixes of a base) rather than by id.
 //
 // The returned Strategy is safe for concurrent use (it draws from
-// math/rand/v2's goroutine-safe global source). Random panics if n is outside
-// 1..[MaxN]; see [CheckN].
+// math/rand/v2's goroutine-safe global source). With n outside 1..[MaxN]
+// Pick returns 0 and every entry point rejects the strategy ([CheckN]).
 func Random(n int) Strategy {
-	mustN(n)
 	return randomStrategy(n)
 }
 
 type randomStrategy int
 
-func (s randomStrategy) N() int             { return int(s) }
-func (s randomStrategy) Pick(string) int    { return rand.IntN(int(s)) + 1 }
+func (s randomStrategy) N() int { return int(s) }
+func (s randomStrategy) Pick(string) int {
+	if CheckN(int(s)) != nil {
+		return 0
+	}
+	return rand.IntN(int(s)) + 1
+}
 func (s randomStrategy) String() string     { return fmt.Sprintf("random(%d)", int(s)) }
 func (s randomStrategy) isCalculated() bool { return false }
 
@@ -102,17 +96,22 @@ func (s randomStrategy) isCalculated() bool { return false }
 // perfectly random assignment gives about 1.04). Compare [CodePointProduct],
 // and run [Analyze] on a sample of your own ids.
 //
-// The returned Strategy is safe for concurrent use and allocation-free. Hash
-// panics if n is outside 1..[MaxN]; see [CheckN].
+// The returned Strategy is safe for concurrent use and allocation-free.
+// With n outside 1..[MaxN] Pick returns 0 and every entry point rejects the
+// strategy ([CheckN]).
 func Hash(n int) Strategy {
-	mustN(n)
 	return hashStrategy(n)
 }
 
 type hashStrategy int
 
-func (s hashStrategy) N() int             { return int(s) }
-func (s hashStrategy) Pick(id string) int { return int(hash64(id)%uint64(s)) + 1 }
+func (s hashStrategy) N() int { return int(s) }
+func (s hashStrategy) Pick(id string) int {
+	if CheckN(int(s)) != nil {
+		return 0
+	}
+	return int(hash64(id)%uint64(s)) + 1
+}
 func (s hashStrategy) String() string     { return fmt.Sprintf("hash(%d)", int(s)) }
 func (s hashStrategy) isCalculated() bool { return true }
 
@@ -162,9 +161,9 @@ func hash64(s string) uint64 {
 // [Analyze] (or `dynashard analyze`) on a sample of real ids to see the skew.
 //
 // The returned Strategy is safe for concurrent use and allocation-free.
-// CodePointProduct panics if n is outside 1..[MaxN]; see [CheckN].
+// With n outside 1..[MaxN] Pick returns 0 and every entry point rejects the
+// strategy ([CheckN]).
 func CodePointProduct(n int) Strategy {
-	mustN(n)
 	return codePointStrategy(n)
 }
 
@@ -175,6 +174,9 @@ func (s codePointStrategy) String() string     { return fmt.Sprintf("codepoint(%
 func (s codePointStrategy) isCalculated() bool { return true }
 
 func (s codePointStrategy) Pick(id string) int {
+	if CheckN(int(s)) != nil {
+		return 0
+	}
 	n := uint64(s)
 	p := 1 % n
 	for _, r := range id {
@@ -195,18 +197,14 @@ func calculated(s Strategy) bool {
 	return true
 }
 
-// ErrBadStrategy is returned (wrapped) when a user-supplied Strategy reports
-// an N outside 1..[MaxN] or picks a suffix outside 1..N.
-var ErrBadStrategy = errors.New("shard: strategy out of range")
-
 // checkStrategy validates a Strategy's N once, at construction of the types
 // that use it.
 func checkStrategy(s Strategy) error {
 	if s == nil {
-		return fmt.Errorf("%w: nil strategy", ErrBadStrategy)
+		return fmt.Errorf("%w: nil strategy", ErrInvalidStrategy)
 	}
 	if n := s.N(); n < 1 || n > MaxN {
-		return fmt.Errorf("%w: %v has N = %d, want 1..%d", ErrBadStrategy, s, n, MaxN)
+		return fmt.Errorf("%w: %v has N = %d, want 1..%d", ErrInvalidStrategy, s, n, MaxN)
 	}
 	return nil
 }
@@ -216,7 +214,7 @@ func checkStrategy(s Strategy) error {
 func pick(s Strategy, id string) (int, error) {
 	suffix := s.Pick(id)
 	if n := s.N(); suffix < 1 || suffix > n {
-		return 0, fmt.Errorf("%w: %v picked suffix %d for id %q, want 1..%d", ErrBadStrategy, s, suffix, id, n)
+		return 0, fmt.Errorf("%w: %v picked suffix %d for id %q, want 1..%d", ErrInvalidStrategy, s, suffix, id, n)
 	}
 	return suffix, nil
 }

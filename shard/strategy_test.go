@@ -204,16 +204,18 @@ func TestConstructors(t *testing.T) {
 			}
 		}
 		for _, n := range []int{0, -1, MaxN + 1} {
-			func() {
-				defer func() {
-					if recover() == nil {
-						t.Errorf("%s(%d) did not panic", name, n)
-					}
-				}()
-				ctor(n)
-			}()
-			if err := CheckN(n); !errors.Is(err, ErrShardCount) {
-				t.Errorf("CheckN(%d) = %v, want ErrShardCount", n, err)
+			// No panic on a bad count: Pick answers 0 and every entry
+			// point refuses the strategy.
+			s := ctor(n)
+			if k := s.Pick("x"); k != 0 {
+				t.Errorf("%s(%d).Pick = %d, want 0", name, n, k)
+			}
+			if err := CheckN(n); !errors.Is(err, ErrInvalidStrategy) || !errors.Is(err, ErrInvalid) {
+				t.Errorf("CheckN(%d) = %v, want ErrInvalidStrategy", n, err)
+			}
+			l := Layout{Table: "t", PartitionKey: "pk", SortKey: "sk", Strategy: s}
+			if err := l.Validate(); !errors.Is(err, ErrInvalidStrategy) {
+				t.Errorf("Layout with %s(%d): %v, want ErrInvalidStrategy", name, n, err)
 			}
 		}
 	}
@@ -233,8 +235,8 @@ func TestFaultyUserStrategy(t *testing.T) {
 	for _, s := range tests {
 		t.Run(fmt.Sprint(s), func(t *testing.T) {
 			_, err := Analyze(func(yield func(string) bool) { yield("id") }, s)
-			if !errors.Is(err, ErrBadStrategy) {
-				t.Errorf("Analyze with %v: got %v, want ErrBadStrategy", s, err)
+			if !errors.Is(err, ErrInvalidStrategy) {
+				t.Errorf("Analyze with %v: got %v, want ErrInvalidStrategy", s, err)
 			}
 		})
 	}

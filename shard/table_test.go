@@ -65,10 +65,11 @@ func TestTableCalculated(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c := s.Client()
-		name := s.Table(t, "pk:S", "sk:S")
 		for _, st := range []shard.Strategy{shard.Hash(200), shard.CodePointProduct(10)} {
 			for _, codec := range []shard.Codec{{}, {Sep: "#"}} {
-				tbl, err := shard.NewTable[Order](c, name, "pk", "sk", st, func(o *shard.Options) { o.Codec = codec })
+				// A table per layout: a base is recorded with one layout.
+				name := s.Table(t, "pk:S", "sk:S")
+				tbl, err := shard.NewTable[Order](c, shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: st, Codec: codec})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -86,7 +87,7 @@ func TestTableCalculated(t *testing.T) {
 					if k, err := tbl.Key(base, id); err != nil || k != wantPK {
 						t.Errorf("Key(%q, %q) = %q, %v, want %q", base, id, k, err, wantPK)
 					}
-					got, err := tbl.Get(ctx, base, id, func(o *shard.ReadOptions) { o.ConsistentRead = true })
+					got, err := tbl.Get(ctx, base, id, func(o *shard.Options) { o.ConsistentRead = true })
 					if err != nil {
 						t.Fatalf("Get(%q): %v", id, err)
 					}
@@ -106,7 +107,7 @@ func TestTableCalculated(t *testing.T) {
 					if err := tbl.Delete(ctx, base, id); err != nil {
 						t.Fatalf("Delete(%q): %v", id, err)
 					}
-					if _, err := tbl.Get(ctx, base, id, func(o *shard.ReadOptions) { o.ConsistentRead = true }); !errors.Is(err, shard.ErrNotFound) {
+					if _, err := tbl.Get(ctx, base, id, func(o *shard.Options) { o.ConsistentRead = true }); !errors.Is(err, shard.ErrNotFound) {
 						t.Errorf("Get after Delete: %v, want ErrNotFound", err)
 					}
 				}
@@ -119,11 +120,11 @@ func TestTableConditions(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		name := s.Table(t, "pk:S", "sk:S")
-		tbl, err := shard.NewTable[Order](s.Client(), name, "pk", "sk", shard.Hash(50))
+		tbl, err := shard.NewTable[Order](s.Client(), shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(50)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		notExists := func(o *shard.WriteOptions) { o.Condition = expression.AttributeNotExists(expression.Name("sk")) }
+		notExists := func(o *shard.Options) { o.Condition = expression.AttributeNotExists(expression.Name("sk")) }
 		if err := tbl.Put(ctx, "d", Order{ID: "a", Amount: 1}, notExists); err != nil {
 			t.Fatalf("first conditional Put: %v", err)
 		}
@@ -131,8 +132,8 @@ func TestTableConditions(t *testing.T) {
 		if err := tbl.Put(ctx, "d", Order{ID: "a", Amount: 2}, notExists); !errors.As(err, &ccf) {
 			t.Errorf("second conditional Put: %v, want ConditionalCheckFailedException", err)
 		}
-		amountIs := func(v int) func(*shard.WriteOptions) {
-			return func(o *shard.WriteOptions) { o.Condition = expression.Name("amount").Equal(expression.Value(v)) }
+		amountIs := func(v int) func(*shard.Options) {
+			return func(o *shard.Options) { o.Condition = expression.Name("amount").Equal(expression.Value(v)) }
 		}
 		if _, err := tbl.Update(ctx, "d", "a", expression.Set(expression.Name("note"), expression.Value("x")), amountIs(9)); !errors.As(err, &ccf) {
 			t.Errorf("Update with false condition: %v, want ConditionalCheckFailedException", err)
@@ -154,7 +155,7 @@ func TestTableRandom(t *testing.T) {
 		ctx := context.Background()
 		c := s.Client()
 		name := s.Table(t, "pk:S", "sk:S")
-		tbl, err := shard.NewTable[Order](c, name, "pk", "sk", shard.Random(5))
+		tbl, err := shard.NewTable[Order](c, shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Random(5)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +198,7 @@ func TestTableValidation(t *testing.T) {
 		ctx := context.Background()
 		c, sent := countingClient(s)
 		name := s.Table(t, "pk:S", "sk:S")
-		tbl, err := shard.NewTable[map[string]string](c, name, "pk", "sk", shard.Hash(200))
+		tbl, err := shard.NewTable[map[string]string](c, shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(200)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,20 +210,20 @@ func TestTableValidation(t *testing.T) {
 			item   map[string]string
 			target error
 		}{
-			{"empty id", "d", map[string]string{"sk": ""}, shard.ErrBadItem},
-			{"no sort key", "d", map[string]string{"other": "x"}, shard.ErrBadItem},
-			{"empty base", "", map[string]string{"sk": "a"}, shard.ErrBadKey},
+			{"empty id", "d", map[string]string{"sk": ""}, shard.ErrInvalidItem},
+			{"no sort key", "d", map[string]string{"other": "x"}, shard.ErrInvalidItem},
+			{"empty base", "", map[string]string{"sk": "a"}, shard.ErrInvalidKey},
 			{"key too long after suffix", longBase, map[string]string{"sk": "a"}, shard.ErrKeyTooLong},
-			{"sort key too long", "d", map[string]string{"sk": strings.Repeat("s", 1025)}, shard.ErrBadItem},
-			{"invalid UTF-8 id", "d", map[string]string{"sk": "a\xff"}, shard.ErrBadItem},
+			{"sort key too long", "d", map[string]string{"sk": strings.Repeat("s", 1025)}, shard.ErrInvalidItem},
+			{"invalid UTF-8 id", "d", map[string]string{"sk": "a\xff"}, shard.ErrInvalidItem},
 			{"over 400 KB", "d", map[string]string{"sk": "a", "data": strings.Repeat("x", 409600)}, shard.ErrItemTooLarge},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				before := sent.Load()
 				err := tbl.Put(ctx, tt.base, tt.item)
-				if !errors.Is(err, tt.target) || !errors.Is(err, shard.ErrBadItem) {
-					t.Errorf("Put: %v, want %v and ErrBadItem", err, tt.target)
+				if !errors.Is(err, tt.target) || !errors.Is(err, shard.ErrInvalidItem) {
+					t.Errorf("Put: %v, want %v and ErrInvalidItem", err, tt.target)
 				}
 				var ie *shard.ItemError
 				if !errors.As(err, &ie) || ie.Table != name || ie.Base != tt.base {
@@ -237,7 +238,7 @@ func TestTableValidation(t *testing.T) {
 						func() error { return tbl.Delete(ctx, tt.base, id) },
 						func() error { _, err := tbl.Key(tt.base, id); return err },
 					} {
-						if err := f(); !errors.Is(err, tt.target) || !errors.Is(err, shard.ErrBadItem) {
+						if err := f(); !errors.Is(err, tt.target) || !errors.Is(err, shard.ErrInvalidItem) {
 							t.Errorf("keyed call (%q, %q): %v, want %v", clip(tt.base), clip(id), err, tt.target)
 						}
 					}
@@ -287,7 +288,7 @@ func TestUpdateKeyAttributes(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c, sent := countingClient(s)
-		tbl, err := shard.NewTable[map[string]string](c, s.Table(t, "pk:S", "sk:S"), "pk", "sk", shard.Hash(4))
+		tbl, err := shard.NewTable[map[string]string](c, shard.Layout{Table: s.Table(t, "pk:S", "sk:S"), PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(4)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,8 +302,8 @@ func TestUpdateKeyAttributes(t *testing.T) {
 		} {
 			before := sent.Load()
 			_, err := tbl.Update(ctx, "d", "a", upd)
-			if !errors.Is(err, shard.ErrBadKey) || !errors.Is(err, shard.ErrBadItem) {
-				t.Errorf("%s: %v, want ErrBadKey", name, err)
+			if !errors.Is(err, shard.ErrInvalidKey) || !errors.Is(err, shard.ErrInvalidItem) {
+				t.Errorf("%s: %v, want ErrInvalidKey", name, err)
 			}
 			if n := sent.Load() - before; n != 0 {
 				t.Errorf("%s: %d requests, want 0", name, n)
@@ -336,21 +337,21 @@ func TestNewTableErrors(t *testing.T) {
 		codec               shard.Codec
 		target              error
 	}{
-		{"no table", "", "pk", "sk", shard.Hash(2), shard.Codec{}, shard.ErrBadTable},
-		{"no pk", "t", "", "sk", shard.Hash(2), shard.Codec{}, shard.ErrBadTable},
-		{"no sk", "t", "pk", "", shard.Hash(2), shard.Codec{}, shard.ErrBadTable},
-		{"same", "t", "k", "k", shard.Hash(2), shard.Codec{}, shard.ErrBadTable},
-		{"nil strategy", "t", "pk", "sk", nil, shard.Codec{}, shard.ErrBadStrategy},
-		{"digit separator", "t", "pk", "sk", shard.Hash(2), shard.Codec{Sep: "0"}, shard.ErrBadTable},
+		{"no table", "", "pk", "sk", shard.Hash(2), shard.Codec{}, shard.ErrInvalidLayout},
+		{"no pk", "t", "", "sk", shard.Hash(2), shard.Codec{}, shard.ErrInvalidLayout},
+		{"no sk", "t", "pk", "", shard.Hash(2), shard.Codec{}, shard.ErrInvalidLayout},
+		{"same", "t", "k", "k", shard.Hash(2), shard.Codec{}, shard.ErrInvalidLayout},
+		{"nil strategy", "t", "pk", "sk", nil, shard.Codec{}, shard.ErrInvalidStrategy},
+		{"digit separator", "t", "pk", "sk", shard.Hash(2), shard.Codec{Sep: "0"}, shard.ErrInvalidLayout},
 	}
 	for _, tt := range tests {
-		_, err := shard.NewTable[Order](c, tt.table, tt.pk, tt.sk, tt.s, func(o *shard.Options) { o.Codec = tt.codec })
+		_, err := shard.NewTable[Order](c, shard.Layout{Table: tt.table, PartitionKey: tt.pk, SortKey: tt.sk, Strategy: tt.s, Codec: tt.codec})
 		if !errors.Is(err, tt.target) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.target)
 		}
 	}
-	if _, err := shard.NewTable[Order](nil, "t", "pk", "sk", shard.Hash(2)); !errors.Is(err, shard.ErrBadTable) {
-		t.Errorf("nil client: %v, want ErrBadTable", err)
+	if _, err := shard.NewTable[Order](nil, shard.Layout{Table: "t", PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(2)}); !errors.Is(err, shard.ErrInvalid) {
+		t.Errorf("nil client: %v, want ErrInvalid", err)
 	}
 }
 
@@ -363,7 +364,7 @@ func TestTableEncoderOptions(t *testing.T) {
 		}
 		ctx := context.Background()
 		name := s.Table(t, "pk:S", "sk:S")
-		tbl, err := shard.NewTable[J](s.Client(), name, "pk", "sk", shard.Hash(3), func(o *shard.Options) {
+		tbl, err := shard.NewTable[J](s.Client(), shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(3)}, func(o *shard.Options) {
 			o.Encoder = func(e *attributevalue.EncoderOptions) { e.TagKey = "json" }
 			o.Decoder = func(d *attributevalue.DecoderOptions) { d.TagKey = "json" }
 		})
@@ -373,7 +374,7 @@ func TestTableEncoderOptions(t *testing.T) {
 		if err := tbl.Put(ctx, "b", J{ID: "i", V: 5}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := tbl.Get(ctx, "b", "i", func(o *shard.ReadOptions) { o.ConsistentRead = true })
+		got, err := tbl.Get(ctx, "b", "i", func(o *shard.Options) { o.ConsistentRead = true })
 		if err != nil || got != (J{ID: "i", V: 5}) {
 			t.Errorf("Get = %+v, %v", got, err)
 		}

@@ -10,6 +10,11 @@
 //
 // # Limits and failure modes
 //
+// A Router whose Period is not Day, Week or Month, or whose Prefix cannot
+// start a DynamoDB table name, fails Router.Check; Parse and the methods of
+// Tables then fail with ErrInvalid before any request, and Table returns ""
+// rather than some other router's name.
+//
 // Ensure does not wait for new tables to become ACTIVE: create them a
 // period or more ahead. Retain deletes tables, which DynamoDB refuses while
 // a table is being created or updated; such an error is returned with the

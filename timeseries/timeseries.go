@@ -36,16 +36,69 @@ func (p Period) String() string {
 	return "Period(" + strconv.Itoa(int(p)) + ")"
 }
 
-// ErrBadName is returned by Router.Parse for a name the router did not make.
-var ErrBadName = errors.New("timeseries: not a table name of this router")
+func (p Period) valid() bool { return p >= Day && p <= Month }
+
+// labelLen is the length of p's period labels (for years 0 to 9999).
+func (p Period) labelLen() int {
+	switch p {
+	case Week:
+		return len("2006-W01")
+	case Month:
+		return len("2006-01")
+	}
+	return len("2006-01-02")
+}
+
+var (
+	// ErrBadName is returned by Router.Parse for a name the router did not
+	// make.
+	ErrBadName = errors.New("timeseries: not a table name of this router")
+	// ErrInvalid is returned before any request for input that cannot
+	// work: a Router whose Period is not Day, Week or Month or whose Prefix
+	// cannot start a table name (see Router.Check), a nil ctx or Client, a
+	// negative ahead. The error names it.
+	ErrInvalid = errors.New("timeseries: invalid input")
+)
+
+// maxTableName is DynamoDB's longest table name.
+const maxTableName = 255
 
 // Router maps times to per-period table names. Its zero value is not
-// usable: Prefix and Period are required. Periods are computed in UTC unless
-// Location is set. A Router is a value and safe for concurrent use.
+// usable: Prefix and Period are required (see Check). Periods are computed
+// in UTC unless Location is set. A Router is a value and safe for
+// concurrent use.
+//
+// Parse and the methods of Tables fail with ErrInvalid for a Router that
+// fails Check. The methods that cannot return an error do not fall back on
+// some other period: for a Period other than Day, Week or Month, Start and
+// Next return the zero Time; for any Router failing Check, Table returns ""
+// and Tables yields nothing.
 type Router struct {
 	Prefix   string         // table names are Prefix + "_" + period label
 	Period   Period         // Day, Week or Month
 	Location *time.Location // nil means UTC
+}
+
+// Check returns an error wrapping ErrInvalid if r cannot name tables: its
+// Period is not Day, Week or Month, or its Prefix is empty, holds a
+// character DynamoDB refuses in a table name (only a-z, A-Z, 0-9, '_', '-'
+// and '.' are allowed), or makes names longer than 255 bytes.
+func (r Router) Check() error {
+	if !r.Period.valid() {
+		return fmt.Errorf("%w: router %q: Period = %d, want Day (%d), Week (%d) or Month (%d)", ErrInvalid, r.Prefix, int(r.Period), Day, Week, Month)
+	}
+	if r.Prefix == "" {
+		return fmt.Errorf("%w: router of %vs: empty Prefix", ErrInvalid, r.Period)
+	}
+	for i := 0; i < len(r.Prefix); i++ {
+		if c := r.Prefix[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("%w: Prefix %q: byte %q at %d is not allowed in a table name", ErrInvalid, r.Prefix, c, i)
+		}
+	}
+	if n := len(r.Prefix) + 1 + r.Period.labelLen(); n > maxTableName {
+		return fmt.Errorf("%w: Prefix of %d bytes makes %s table names of %d bytes, over DynamoDB's %d", ErrInvalid, len(r.Prefix), r.Period, n, maxTableName)
+	}
+	return nil
 }
 
 func (r Router) loc() *time.Location {
@@ -55,8 +108,12 @@ func (r Router) loc() *time.Location {
 	return r.Location
 }
 
-// Start returns the first instant of the period holding t.
+// Start returns the first instant of the period holding t; the zero Time
+// if r's Period is not Day, Week or Month.
 func (r Router) Start(t time.Time) time.Time {
+	if !r.Period.valid() {
+		return time.Time{}
+	}
 	t = t.In(r.loc())
 	y, m, d := t.Date()
 	switch r.Period {
@@ -70,8 +127,12 @@ func (r Router) Start(t time.Time) time.Time {
 	}
 }
 
-// Next returns the first instant of the period after the one holding t.
+// Next returns the first instant of the period after the one holding t;
+// the zero Time if r's Period is not Day, Week or Month.
 func (r Router) Next(t time.Time) time.Time {
+	if !r.Period.valid() {
+		return time.Time{}
+	}
 	s := r.Start(t)
 	switch r.Period {
 	case Week:
@@ -83,8 +144,16 @@ func (r Router) Next(t time.Time) time.Time {
 	}
 }
 
-// Table returns the name of the table holding t.
+// Table returns the name of the table holding t; "" if r fails Check.
 func (r Router) Table(t time.Time) string {
+	if r.Check() != nil {
+		return ""
+	}
+	return r.table(t)
+}
+
+// table is Table for a Router known to pass Check.
+func (r Router) table(t time.Time) string {
 	return r.Prefix + "_" + r.label(r.Start(t))
 }
 
@@ -101,7 +170,12 @@ func (r Router) label(start time.Time) string {
 }
 
 // Parse returns the start of the period a table name of this router holds.
+// It fails with ErrInvalid if r fails Check, and with ErrBadName for a name
+// r does not make.
 func (r Router) Parse(name string) (time.Time, error) {
+	if err := r.Check(); err != nil {
+		return time.Time{}, err
+	}
 	label, ok := strings.CutPrefix(name, r.Prefix+"_")
 	if !ok {
 		return time.Time{}, fmt.Errorf("%w: %q lacks prefix %q", ErrBadName, name, r.Prefix+"_")
@@ -129,11 +203,15 @@ func (r Router) Parse(name string) (time.Time, error) {
 }
 
 // Tables yields the names of the tables holding [from, to], oldest first,
-// for reads that span periods. Nothing is yielded when to is before from.
+// for reads that span periods. Nothing is yielded when to is before from,
+// or when r fails Check.
 func (r Router) Tables(from, to time.Time) iter.Seq[string] {
 	return func(yield func(string) bool) {
+		if r.Check() != nil {
+			return
+		}
 		for t := r.Start(from); !t.After(to); t = r.Next(t) {
-			if !yield(r.Table(t)) {
+			if !yield(r.table(t)) {
 				return
 			}
 		}
@@ -149,26 +227,42 @@ type Client interface {
 
 // Tables creates and retires a router's tables. Template describes every
 // period's table (key schema, billing, indexes); its TableName is ignored.
-// Safe for concurrent use.
+// Router must pass Check and Client must be set: otherwise every method
+// fails with ErrInvalid before any request. Safe for concurrent use.
 type Tables struct {
 	Router   Router
 	Client   Client
 	Template dynamodb.CreateTableInput
 }
 
+// check validates m and ctx before any request.
+func (m *Tables) check(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil ctx", ErrInvalid)
+	}
+	if m.Client == nil {
+		return fmt.Errorf("%w: router %q: nil Client", ErrInvalid, m.Router.Prefix)
+	}
+	return m.Router.Check()
+}
+
 // Ensure creates the table holding now and those of the next ahead periods
 // if they do not exist yet, so that writes at a period boundary never meet
 // a table still being created. It returns the names it created. A table
-// that already exists is not an error: several instances may run Ensure.
+// that already exists is not an error: several instances may run Ensure. A
+// negative ahead fails with ErrInvalid, as does an invalid Tables.
 func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) ([]string, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
 	if ahead < 0 {
-		return nil, fmt.Errorf("timeseries: ahead = %d, want >= 0", ahead)
+		return nil, fmt.Errorf("%w: ahead = %d, want >= 0", ErrInvalid, ahead)
 	}
 	var created []string
 	t := m.Router.Start(now)
 	for i := 0; i <= ahead; i++ {
 		in := m.Template
-		name := m.Router.Table(t)
+		name := m.Router.table(t)
 		in.TableName = aws.String(name)
 		_, err := m.Client.CreateTable(ctx, &in)
 		var inUse *types.ResourceInUseException
@@ -185,12 +279,21 @@ func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) ([]string
 }
 
 // List yields this router's tables that exist, in the order ListTables
-// returns them (by name, which for one router is by time).
+// returns them (by name, which for one router is by time). An error ends
+// the sequence as its last pair; for an invalid Tables it is the only one.
 func (m *Tables) List(ctx context.Context) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
-		p := dynamodb.NewListTablesPaginator(m.Client, &dynamodb.ListTablesInput{
-			ExclusiveStartTableName: aws.String(m.Router.Prefix + "_"),
-		})
+		if err := m.check(ctx); err != nil {
+			yield("", err)
+			return
+		}
+		in := &dynamodb.ListTablesInput{}
+		// DynamoDB takes a start name of 3 bytes or more; a shorter one
+		// (a 1-byte prefix) lists from the beginning instead.
+		if start := m.Router.Prefix + "_"; len(start) >= 3 {
+			in.ExclusiveStartTableName = aws.String(start)
+		}
+		p := dynamodb.NewListTablesPaginator(m.Client, in)
 		for p.HasMorePages() {
 			out, err := p.NextPage(ctx)
 			if err != nil {
@@ -212,6 +315,9 @@ func (m *Tables) List(ctx context.Context) iter.Seq2[string, error] {
 // Retain deletes every table of this router whose whole period ended before
 // horizon, and returns their names. The table holding horizon is kept.
 func (m *Tables) Retain(ctx context.Context, horizon time.Time) ([]string, error) {
+	if err := m.check(ctx); err != nil {
+		return nil, err
+	}
 	var doomed []string
 	for name, err := range m.List(ctx) {
 		if err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,6 +175,180 @@ func TestEnsureAndRetain(t *testing.T) {
 		}
 		if _, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(other)}); err != nil {
 			t.Errorf("unrelated table %s: %v", other, err)
+		}
+	})
+}
+
+// recovered runs f and returns what it panicked with.
+func recovered(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
+}
+
+// TestRouterCheck: a Router with a Period other than Day, Week or Month, or
+// a Prefix that cannot start a table name, fails Check and every method
+// that returns an error; the others give zero values instead of behaving as
+// some other router, and nothing panics.
+func TestRouterCheck(t *testing.T) {
+	at := date(2014, 7, 9, 12)
+	for _, p := range []Period{Day, Week, Month} {
+		if err := (Router{Prefix: "orders", Period: p}).Check(); err != nil {
+			t.Errorf("%v: Check() = %v, want nil", p, err)
+		}
+	}
+	if err := (Router{Prefix: strings.Repeat("x", 244), Period: Day}).Check(); err != nil {
+		t.Errorf("prefix of 244 bytes: Check() = %v, want nil (names of 255 bytes)", err)
+	}
+	for _, tc := range []struct {
+		name string
+		r    Router
+	}{
+		{"zero Period", Router{Prefix: "orders"}},
+		{"negative Period", Router{Prefix: "orders", Period: -1}},
+		{"unknown Period", Router{Prefix: "orders", Period: Month + 1}},
+		{"zero Router", Router{}},
+		{"empty Prefix", Router{Period: Day}},
+		{"Prefix with a space", Router{Prefix: "my orders", Period: Day}},
+		{"Prefix too long", Router{Prefix: strings.Repeat("x", 245), Period: Day}},
+	} {
+		if v := recovered(func() {
+			if err := tc.r.Check(); !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: Check() = %v, want ErrInvalid", tc.name, err)
+			}
+			if _, err := tc.r.Parse("orders_2014-07-09"); !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: Parse: got %v, want ErrInvalid", tc.name, err)
+			}
+			if got := tc.r.Table(at); got != "" {
+				t.Errorf("%s: Table = %q, want \"\"", tc.name, got)
+			}
+			if got := slices.Collect(tc.r.Tables(at, at.AddDate(0, 0, 3))); len(got) != 0 {
+				t.Errorf("%s: Tables = %v, want none", tc.name, got)
+			}
+			if p := tc.r.Period; p < Day || p > Month {
+				if s, n := tc.r.Start(at), tc.r.Next(at); !s.IsZero() || !n.IsZero() {
+					t.Errorf("%s: Start, Next = %v, %v; want zero times", tc.name, s, n)
+				}
+			}
+		}); v != nil {
+			t.Errorf("%s: panicked: %v", tc.name, v)
+		}
+	}
+}
+
+// countingClient counts requests on their way to the real server.
+type countingClient struct {
+	*dynamodb.Client
+	n atomic.Int64
+}
+
+func (c *countingClient) CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	c.n.Add(1)
+	return c.Client.CreateTable(ctx, in, optFns...)
+}
+
+func (c *countingClient) DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error) {
+	c.n.Add(1)
+	return c.Client.DeleteTable(ctx, in, optFns...)
+}
+
+func (c *countingClient) ListTables(ctx context.Context, in *dynamodb.ListTablesInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ListTablesOutput, error) {
+	c.n.Add(1)
+	return c.Client.ListTables(ctx, in, optFns...)
+}
+
+// TestTablesRefuseBadInput: Ensure, List and Retain refuse an invalid
+// router, a nil ctx or client and a negative ahead with ErrInvalid, before
+// any request.
+func TestTablesRefuseBadInput(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		cc := &countingClient{Client: s.Client()}
+		in, err := ddbtest.TableInput("pk:S")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.BillingMode = types.BillingModePayPerRequest
+		prefix := ddbtest.TableName()
+		now := date(2026, 11, 22, 10)
+		// Had a bad router been taken for a daily one, this removes its tables.
+		t.Cleanup(func() {
+			day := &Tables{Router: Router{Prefix: prefix, Period: Day}, Client: s.Client()}
+			day.Retain(context.Background(), now.AddDate(1, 0, 0))
+		})
+		good := Router{Prefix: prefix, Period: Day}
+		var nilCtx context.Context
+		for _, tc := range []struct {
+			name  string
+			m     *Tables
+			ctx   context.Context
+			ahead int
+		}{
+			{"zero Period", &Tables{Router: Router{Prefix: prefix}, Client: cc, Template: *in}, context.Background(), 1},
+			{"unknown Period", &Tables{Router: Router{Prefix: prefix, Period: 7}, Client: cc, Template: *in}, context.Background(), 1},
+			{"empty Prefix", &Tables{Router: Router{Period: Day}, Client: cc, Template: *in}, context.Background(), 1},
+			{"nil ctx", &Tables{Router: good, Client: cc, Template: *in}, nilCtx, 1},
+			{"nil Client", &Tables{Router: good, Template: *in}, context.Background(), 1},
+			{"negative ahead", &Tables{Router: good, Client: cc, Template: *in}, context.Background(), -1},
+		} {
+			cc.n.Store(0)
+			if v := recovered(func() {
+				if _, err := tc.m.Ensure(tc.ctx, now, tc.ahead); !errors.Is(err, ErrInvalid) {
+					t.Errorf("%s: Ensure: got %v, want ErrInvalid", tc.name, err)
+				}
+				if tc.ahead < 0 {
+					return // only Ensure takes ahead
+				}
+				for _, err := range tc.m.List(tc.ctx) {
+					if !errors.Is(err, ErrInvalid) {
+						t.Errorf("%s: List: got %v, want ErrInvalid", tc.name, err)
+					}
+				}
+				if _, err := tc.m.Retain(tc.ctx, now); !errors.Is(err, ErrInvalid) {
+					t.Errorf("%s: Retain: got %v, want ErrInvalid", tc.name, err)
+				}
+			}); v != nil {
+				t.Errorf("%s: panicked: %v", tc.name, v)
+			}
+			if n := cc.n.Load(); n != 0 {
+				t.Errorf("%s: %d requests, want none", tc.name, n)
+			}
+		}
+	})
+}
+
+// TestOneBytePrefix: a one-byte Prefix passes Check, so List and Retain
+// must work with it too (ListTables refuses a start name under 3 bytes).
+func TestOneBytePrefix(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		in, err := ddbtest.TableInput("pk:S")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.BillingMode = types.BillingModePayPerRequest
+		// A year no other test uses, as the prefix cannot be unique.
+		at := date(2391, 5, 17, 0)
+		m := &Tables{Router: Router{Prefix: "z", Period: Month}, Client: s.Client(), Template: *in}
+		if _, err := m.Ensure(ctx, at, 0); err != nil {
+			t.Fatal(err)
+		}
+		name := m.Router.Table(at)
+		t.Cleanup(func() {
+			m.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		})
+		var listed []string
+		for n, err := range m.List(ctx) {
+			if err != nil {
+				t.Fatalf("List: %v", err)
+			}
+			listed = append(listed, n)
+		}
+		if !slices.Contains(listed, name) {
+			t.Errorf("List = %v, want it to hold %s", listed, name)
+		}
+		deleted, err := m.Retain(ctx, m.Router.Next(at))
+		if err != nil || !slices.Contains(deleted, name) {
+			t.Errorf("Retain: deleted %v, %v; want %s deleted", deleted, err, name)
 		}
 	})
 }

@@ -4,7 +4,6 @@
 //
 //	dynashard analyze [-n 200] [-strategies hash,codepoint] [file|-]
 //	dynashard plan [-rcu R -wcu W -size 20GB [-new-rcu R2 -new-wcu W2]] [-writes X -item-bytes B -reads Y ...]
-//	dynashard bench [-quick] [-server ddblocal|dynalite | -endpoint URL] [-scenarios 1,2,...] [-out DIR]
 //
 // analyze reads ids, one per line, from a file or standard input and shows,
 // strategy beside strategy, how evenly each spreads them over N suffixes:
@@ -13,12 +12,11 @@
 // plan applies the DynamoDB guide's partition formulas to a provisioned
 // table, and recommends a shard count for one hot logical key.
 //
-// bench starts a local DynamoDB-compatible server behind a proxy that
-// models DynamoDB's per-partition-key limits and measures each of the
-// library's practices beside the code one would write by hand: hot-day
-// writes, day reads, the merge, the strategies' skew, bulk loading and
-// chunked items. It prints a Markdown report and, with -out, writes it
-// with plots (see docs/bench in the repository).
+// The benchmarks that measure the library against naive baselines are not
+// here: they live in their own module, github.com/dynashard/dynashard/bench
+// (the bench directory of the repository; run them with
+// "cd bench && go run . -quick"), so that neither this command nor the
+// library pulls in the plotting code.
 package main
 
 import (
@@ -36,12 +34,14 @@ type command struct {
 	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
-// commands is the subcommand table; later subcommands (bench) add a row.
+// commands is the subcommand table.
 var commands = map[string]command{
 	"analyze": {"show how evenly strategies spread a sample of ids", runAnalyze},
-	"bench":   {"measure the library against naive baselines on a local server", runBench},
 	"plan":    {"partition counts for a table and a shard count for a hot key", runPlan},
 }
+
+// benchHint says where the bench subcommand of earlier versions went.
+const benchHint = "benchmarks: the bench module, github.com/dynashard/dynashard/bench (in a checkout: cd bench && go run . -h)"
 
 // errUsage marks an error caused by the command line (exit status 2).
 var errUsage = errors.New("usage")
@@ -91,6 +91,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintln(w, "run 'dynashard <command> -h' for a command's flags")
+	fmt.Fprintln(w, benchHint)
 }
 
 // newFlags returns a FlagSet that reports errors instead of exiting.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dynashard/dynashard/partition"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -131,8 +132,8 @@ func TestPlanWorkedExamples(t *testing.T) {
 }
 
 func TestPlanRecommend(t *testing.T) {
-	w := shard.Workload{WritesPerSecond: 5000, ItemBytes: 1500, ReadsPerSecond: 2, ReadBytes: 8 << 20, Consistent: true}
-	rec, err := shard.Recommend(w)
+	w := partition.Workload{WritesPerSecond: 5000, ItemBytes: 1500, ReadsPerSecond: 2, ReadBytes: 8 << 20, Consistent: true}
+	rec, err := partition.Recommend(w)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/dynashard/dynashard/shard"
+	"github.com/dynashard/dynashard/partition"
 )
 
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -52,12 +52,12 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 	if table {
-		l, err := shard.NewLayout(*rcu, *wcu, int64(size))
+		l, err := partition.NewLayout(*rcu, *wcu, int64(size))
 		if err != nil {
 			return err
 		}
-		tp, _ := shard.ThroughputPartitions(*rcu, *wcu) // checked by NewLayout
-		sp, _ := shard.SizePartitions(int64(size))
+		tp, _ := partition.ThroughputPartitions(*rcu, *wcu) // checked by NewLayout
+		sp, _ := partition.SizePartitions(int64(size))
 		fmt.Fprintf(stdout, "table: %g RCU, %g WCU, %s\n", *rcu, *wcu, size.String())
 		fmt.Fprintf(stdout, "  partitions by throughput: ceil(%g/3000 + %g/1000) = %d\n", *rcu, *wcu, tp)
 		fmt.Fprintf(stdout, "  partitions by size:       ceil(%s / 10 GB) = %d\n", size.String(), sp)
@@ -81,7 +81,7 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if table {
 			fmt.Fprintln(stdout)
 		}
-		rec, err := shard.Recommend(shard.Workload{
+		rec, err := partition.Recommend(partition.Workload{
 			WritesPerSecond: *writes, ItemBytes: *itemBytes, ReadsPerSecond: *reads,
 			ReadBytes: int64(readBytes), Consistent: *consistent, Utilization: *util,
 		})
@@ -101,7 +101,7 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func printLayout(w io.Writer, title string, l shard.Layout) {
+func printLayout(w io.Writer, title string, l partition.Layout) {
 	r, wc := l.Total()
 	fmt.Fprintf(w, "%s: %d partitions (total %s RCU, %s WCU)\n", title, l.Len(), num(r), num(wc))
 	// Group equal neighbours: "3 × 1250 RCU / 500 WCU".

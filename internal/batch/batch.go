@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	bo "github.com/dynashard/dynashard/internal/backoff"
 )
 
 // DynamoDB's limits on one request.
@@ -152,12 +153,7 @@ func (o *Options) setDefaults() {
 		o.maxRequestBytes = MaxRequestBytes
 	}
 	if o.jitter == nil {
-		o.jitter = func(d time.Duration) time.Duration {
-			if d <= 0 {
-				return 0
-			}
-			return rand.N(d)
-		}
+		o.jitter = bo.Jitter
 	}
 }
 

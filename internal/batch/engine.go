@@ -7,9 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/smithy-go"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
+
+	bo "github.com/dynashard/dynashard/internal/backoff"
 )
 
 // outcome is what one request did.
@@ -461,53 +462,12 @@ func cmpOr(a, b error) error {
 	return b
 }
 
-// backoff is min(max, base·2^stalls).
 func backoff(base, max time.Duration, stalls int) time.Duration {
-	d := base
-	for range stalls {
-		if d >= max/2 {
-			return max
-		}
-		d *= 2
-	}
-	return min(d, max)
+	return bo.Cap(base, max, stalls)
 }
 
-// sleep waits d, or less if ctx ends or stop closes; it reports whether
-// the whole wait passed.
 func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-stop:
-			return false
-		default:
-			return true
-		}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	case <-t.C:
-		return true
-	}
+	return bo.Sleep(ctx, stop, d)
 }
 
-// Throttling error codes. The SDK retries them itself; what reaches the
-// engine has exhausted those retries (or the retry quota), and the engine
-// retries it with its own backoff.
-var throttleCodes = map[string]bool{
-	"ProvisionedThroughputExceededException": true,
-	"ThrottlingException":                    true,
-	"RequestLimitExceeded":                   true,
-}
-
-func isThrottle(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && throttleCodes[ae.ErrorCode()]
-}
+func isThrottle(err error) bool { return bo.IsThrottle(err) }

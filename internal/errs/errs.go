@@ -4,7 +4,10 @@
 // fs.ErrNotExist. Each public package re-exports them under its own name.
 package errs
 
-import "errors"
+import (
+	"errors"
+	"reflect"
+)
 
 var (
 	// Invalid is matched by every error about input rejected before any
@@ -17,3 +20,32 @@ var (
 	// since it was read, or exists when it must not.
 	Conflict = errors.New("dynashard: conflict")
 )
+
+// Kind is a package's own sentinel that also matches a family root, so
+// that errors.Is(err, shard.ErrInvalidItem) and errors.Is(err,
+// shard.ErrInvalid) both hold for one error.
+type Kind struct {
+	msg    string
+	family error
+}
+
+// New returns a sentinel with message msg in family (Invalid, NotFound or
+// Conflict).
+func New(msg string, family error) error { return &Kind{msg: msg, family: family} }
+
+func (k *Kind) Error() string { return k.msg }
+func (k *Kind) Unwrap() error { return k.family }
+
+// IsNil reports whether v is nil or an interface holding a nil pointer,
+// map, slice, func or channel: a client passed as (*dynamodb.Client)(nil)
+// would otherwise fail only inside a request, in a goroutine of ours.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}

@@ -5,32 +5,40 @@ import (
 	"time"
 )
 
-// bucket is one key's token bucket. Its balance may go negative: a request
-// is admitted while the balance is positive and then charged in full, so a
-// unit-heavy item (a 400 KB put at a small rate) still gets through after the
-// key has been idle, and the key is then in debt until the refill repays it.
-type bucket struct {
-	tokens float64
-	last   time.Time
+// capacityModel decides whether a key may consume capacity and takes what
+// it consumed. The proxy asks it to admit a request (or batch entry) before
+// forwarding and charges it when the units are known: writes before
+// forwarding, reads after. Calls are made with p.mu held, so a model needs no
+// lock of its own, and with the proxy's clock, so that tests can freeze it.
+//
+// keyBuckets is the model Config describes, one token bucket per key; a
+// model whose partitions are shared by many keys can replace it behind the
+// same three methods.
+type capacityModel interface {
+	// admit reports whether k may consume capacity of kind kd (kindWrite
+	// or kindRead) at now.
+	admit(k Key, kd kind, now time.Time) bool
+	// charge takes units of kind kd from k, admitted or not.
+	charge(k Key, kd kind, units float64, now time.Time)
+	// configure adopts cfg's capacity settings at now, keeping what each
+	// key has already consumed.
+	configure(cfg Config, now time.Time)
 }
 
-// refill brings b up to now at rate units per second, capped at depth.
-func (b *bucket) refill(rate, depth float64, now time.Time) {
-	if dt := now.Sub(b.last).Seconds(); dt > 0 {
-		b.tokens = math.Min(depth, b.tokens+rate*dt)
+// charge takes units of kind kd from k and counts them against op and k,
+// whatever the model (the counters report units even when capacity is
+// unlimited). The caller holds p.mu.
+func (p *Proxy) charge(k Key, kd kind, units float64, now time.Time, op string) {
+	p.capacity.charge(k, kd, units, now)
+	add := func(c *Counters) {
+		if kd == kindWrite {
+			c.WCU += units
+		} else {
+			c.RCU += units
+		}
 	}
-	b.last = now
-}
-
-// get returns k's bucket in m, created full and refilled to now.
-func get(m map[Key]*bucket, k Key, rate, depth float64, now time.Time) *bucket {
-	b := m[k]
-	if b == nil {
-		b = &bucket{tokens: depth, last: now}
-		m[k] = b
-	}
-	b.refill(rate, depth, now)
-	return b
+	p.stats.op(op, add)
+	p.stats.key(k, add)
 }
 
 // writeUnits is DynamoDB's write charge: one unit per started KB, at least one.
@@ -46,30 +54,4 @@ func readUnits(size int, consistent bool) float64 {
 		u /= 2
 	}
 	return u
-}
-
-// admit reports whether k may use capacity from m: unlimited (rate 0) or a
-// positive balance. The caller holds p.mu.
-func (p *Proxy) admit(m map[Key]*bucket, k Key, rate float64, now time.Time) bool {
-	if rate <= 0 {
-		return true
-	}
-	return get(m, k, rate, rate*p.cfg.burstSeconds(), now).tokens > 0
-}
-
-// charge takes units from k's bucket in m and records them. The caller holds
-// p.mu.
-func (p *Proxy) charge(m map[Key]*bucket, k Key, rate float64, units float64, now time.Time, op string, write bool) {
-	if rate > 0 {
-		get(m, k, rate, rate*p.cfg.burstSeconds(), now).tokens -= units
-	}
-	add := func(c *Counters) {
-		if write {
-			c.WCU += units
-		} else {
-			c.RCU += units
-		}
-	}
-	p.stats.op(op, add)
-	p.stats.key(k, add)
 }

@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -10,17 +11,6 @@ import (
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
 )
-
-// Response bodies exactly as DynamoDB sends them.
-var (
-	throttleBody = []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",` +
-		`"message":"The level of configured provisioned throughput for the table was exceeded. ` +
-		`Consider increasing your provisioning level with the UpdateTable API."}`)
-	internalErrorBody = []byte(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError",` +
-		`"message":"Internal server error"}`)
-)
-
-const jsonContentType = "application/x-amz-json-1.0"
 
 // opName strips the service prefix from an X-Amz-Target header.
 func opName(target string) string {
@@ -58,60 +48,78 @@ func decodeAV(raw json.RawMessage) (types.AttributeValue, error) {
 	}
 	for k, v := range m {
 		switch k {
-		case "S":
-			var s string
-			err := json.Unmarshal(v, &s)
-			return &types.AttributeValueMemberS{Value: s}, err
-		case "N":
-			var s string
-			err := json.Unmarshal(v, &s)
-			return &types.AttributeValueMemberN{Value: s}, err
-		case "B":
-			var b []byte
-			err := json.Unmarshal(v, &b)
-			return &types.AttributeValueMemberB{Value: b}, err
-		case "BOOL":
-			var b bool
-			err := json.Unmarshal(v, &b)
-			return &types.AttributeValueMemberBOOL{Value: b}, err
-		case "NULL":
-			var b bool
-			err := json.Unmarshal(v, &b)
-			return &types.AttributeValueMemberNULL{Value: b}, err
-		case "SS":
-			var s []string
-			err := json.Unmarshal(v, &s)
-			return &types.AttributeValueMemberSS{Value: s}, err
-		case "NS":
-			var s []string
-			err := json.Unmarshal(v, &s)
-			return &types.AttributeValueMemberNS{Value: s}, err
-		case "BS":
-			var s [][]byte
-			err := json.Unmarshal(v, &s)
-			return &types.AttributeValueMemberBS{Value: s}, err
+		case "S", "N", "B", "BOOL", "NULL":
+			return decodeScalar(k, v)
+		case "SS", "NS", "BS":
+			return decodeSet(k, v)
 		case "M":
 			item, err := decodeItem(v)
 			return &types.AttributeValueMemberM{Value: item}, err
 		case "L":
-			var raws []json.RawMessage
-			if err := json.Unmarshal(v, &raws); err != nil {
-				return nil, err
-			}
-			l := make([]types.AttributeValue, len(raws))
-			for i, r := range raws {
-				av, err := decodeAV(r)
-				if err != nil {
-					return nil, err
-				}
-				l[i] = av
-			}
-			return &types.AttributeValueMemberL{Value: l}, nil
+			return decodeList(v)
 		default:
 			return nil, fmt.Errorf("unknown attribute type %q", k)
 		}
 	}
 	panic("unreachable")
+}
+
+func decodeScalar(typ string, v json.RawMessage) (types.AttributeValue, error) {
+	switch typ {
+	case "S":
+		var s string
+		err := json.Unmarshal(v, &s)
+		return &types.AttributeValueMemberS{Value: s}, err
+	case "N":
+		var s string
+		err := json.Unmarshal(v, &s)
+		return &types.AttributeValueMemberN{Value: s}, err
+	case "B":
+		var b []byte
+		err := json.Unmarshal(v, &b)
+		return &types.AttributeValueMemberB{Value: b}, err
+	case "BOOL":
+		var b bool
+		err := json.Unmarshal(v, &b)
+		return &types.AttributeValueMemberBOOL{Value: b}, err
+	default: // NULL
+		var b bool
+		err := json.Unmarshal(v, &b)
+		return &types.AttributeValueMemberNULL{Value: b}, err
+	}
+}
+
+func decodeSet(typ string, v json.RawMessage) (types.AttributeValue, error) {
+	switch typ {
+	case "SS":
+		var s []string
+		err := json.Unmarshal(v, &s)
+		return &types.AttributeValueMemberSS{Value: s}, err
+	case "NS":
+		var s []string
+		err := json.Unmarshal(v, &s)
+		return &types.AttributeValueMemberNS{Value: s}, err
+	default: // BS
+		var s [][]byte
+		err := json.Unmarshal(v, &s)
+		return &types.AttributeValueMemberBS{Value: s}, err
+	}
+}
+
+func decodeList(v json.RawMessage) (types.AttributeValue, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(v, &raws); err != nil {
+		return nil, err
+	}
+	l := make([]types.AttributeValue, len(raws))
+	for i, r := range raws {
+		av, err := decodeAV(r)
+		if err != nil {
+			return nil, err
+		}
+		l[i] = av
+	}
+	return &types.AttributeValueMemberL{Value: l}, nil
 }
 
 // keyString renders a key attribute value the way Config.Keys and Stats name
@@ -143,16 +151,6 @@ func itemSize(item map[string]types.AttributeValue) int {
 // it splits the expression on top-level AND words and looks for a clause
 // "name = :value" (either order), ignoring parentheses.
 func keyCondition(expr string, names map[string]string, pk string) (placeholder string, ok bool) {
-	toks := lexExpr(expr)
-	var clauses [][]string
-	start := 0
-	for i, t := range toks {
-		if strings.EqualFold(t, "and") {
-			clauses = append(clauses, toks[start:i])
-			start = i + 1
-		}
-	}
-	clauses = append(clauses, toks[start:])
 	resolve := func(t string) string {
 		if strings.HasPrefix(t, "#") {
 			if n, ok := names[t]; ok {
@@ -161,13 +159,8 @@ func keyCondition(expr string, names map[string]string, pk string) (placeholder 
 		}
 		return t
 	}
-	for _, c := range clauses {
-		for len(c) > 0 && c[0] == "(" {
-			c = c[1:]
-		}
-		for len(c) > 0 && c[len(c)-1] == ")" {
-			c = c[:len(c)-1]
-		}
+	for _, c := range splitAnd(lexExpr(expr)) {
+		c = trimParens(c)
 		if len(c) != 3 || c[1] != "=" {
 			continue
 		}
@@ -180,6 +173,31 @@ func keyCondition(expr string, names map[string]string, pk string) (placeholder 
 		}
 	}
 	return "", false
+}
+
+// splitAnd splits tokens on AND words, in any case.
+func splitAnd(toks []string) [][]string {
+	var clauses [][]string
+	start := 0
+	for i, t := range toks {
+		if strings.EqualFold(t, "and") {
+			clauses = append(clauses, toks[start:i])
+			start = i + 1
+		}
+	}
+	return append(clauses, toks[start:])
+}
+
+// trimParens drops leading "(" and trailing ")" tokens, balanced or not,
+// because splitAnd cuts through nested parentheses.
+func trimParens(c []string) []string {
+	for len(c) > 0 && c[0] == "(" {
+		c = c[1:]
+	}
+	for len(c) > 0 && c[len(c)-1] == ")" {
+		c = c[:len(c)-1]
+	}
+	return c
 }
 
 const exprSpace = " \t\n\r\v\f"
@@ -213,4 +231,14 @@ func lexExpr(s string) []string {
 		}
 	}
 	return toks
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only maps, slices and RawMessages that were parsed from valid
+		// JSON reach here.
+		panic(errors.Join(errors.New("faultproxy: marshal"), err))
+	}
+	return b
 }

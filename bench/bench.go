@@ -105,13 +105,13 @@ var scenarioNames = map[int]string{
 	6: "chunks",
 }
 
-// runBench is "dynashard bench": it starts a server (or uses -endpoint),
+// runBench is the whole command: it starts a server (or uses -endpoint),
 // puts internal/faultproxy in front of it with DynamoDB's per-key limits
 // scaled down, runs each selected scenario beside its naive baseline, and
 // prints a Markdown report to stdout (progress goes to stderr). With -out it
 // also writes results.md and the plots there. An interrupt stops the run and
 // still prints what was measured.
-func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
+func runBench(args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseBench(args, stderr)
 	if err != nil {
 		return err
@@ -149,7 +149,8 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 // parseBench parses the bench flags; -quick replaces the defaults of the
 // flags not given.
 func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
-	fs := newFlags("bench", stderr)
+	fs := flag.NewFlagSet("dynashard-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	cfg := benchConfig{}
 	fs.BoolVar(&cfg.quick, "quick", false, "small sizes and short runs: all scenarios in under a minute")
 	fs.StringVar(&cfg.server, "server", "ddblocal", "local server to start: ddblocal (DynamoDB Local) or dynalite")
@@ -182,13 +183,16 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&cfg.plotFormat, "plot", "png", "plot format: png or svg")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dynashard bench [-quick] [-server ddblocal|dynalite | -endpoint URL] [-scenarios 1,2,...] [-out DIR] [flags]")
+		fmt.Fprintln(stderr, "usage: dynashard-bench [-quick] [-server ddblocal|dynalite | -endpoint URL] [-scenarios 1,2,...] [-out DIR] [flags]")
 		fmt.Fprintln(stderr, "Runs each scenario beside its naive baseline against a local server behind a proxy")
 		fmt.Fprintln(stderr, "that models DynamoDB's per-partition-key limits, and prints a Markdown report.")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
-		return cfg, err
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())

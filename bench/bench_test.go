@@ -28,7 +28,7 @@ func TestBench(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		dir := t.TempDir()
 		const ids, skewN = 500, 10
-		code, out, errOut := runCLI(t, "", "bench", "-endpoint", s.Endpoint,
+		code, out, errOut := runCLI(t, "-endpoint", s.Endpoint,
 			"-n", "2", "-duration", "300ms", "-warmup", "100ms",
 			"-read-n", "2", "-read-items", "2", "-reps", "1", "-latency", "1ms",
 			"-merge-shards", "3", "-merge-items", "10", "-merge-time", "0",
@@ -222,7 +222,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"-duration", "0s"},
 		{"extra"},
 	} {
-		code, _, errOut := runCLI(t, "", append([]string{"bench"}, args...)...)
+		code, _, errOut := runCLI(t, args...)
 		if code != 2 {
 			t.Errorf("%q: exit %d, want 2; stderr:\n%s", args, code, errOut)
 		}

@@ -1,4 +1,17 @@
-package shard
+// Package partition encodes the DynamoDB developer guide's partition
+// arithmetic: a table's partitions follow from its provisioned throughput
+// and size (3,000 RCU, 1,000 WCU and about 10 GB per partition); raising
+// throughput past what they serve doubles their count, a full partition
+// splits in two with half the throughput each, and partitions never merge,
+// so lowering throughput thins every partition. [NewLayout],
+// [Layout.Provision] and [Layout.Split] model that; [Recommend] picks the
+// shard count for one hot logical key (package shard) and states what
+// reading it back costs.
+//
+// Everything here is pure arithmetic, safe for concurrent use. Figures
+// that are negative, not finite or beyond [MaxPartitions] are refused with
+// [ErrWorkload] rather than answered with nonsense.
+package partition
 
 import (
 	"errors"
@@ -6,6 +19,7 @@ import (
 	"math"
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/shard"
 )
 
 // The DynamoDB guide's per-partition limits, which partition planning and
@@ -149,7 +163,7 @@ func (l Layout) Provision(rcu, wcu float64) (Layout, error) {
 
 // ErrNoPartition is returned by [Layout.Split] for an index outside the
 // layout.
-var ErrNoPartition = errors.New("shard: no such partition")
+var ErrNoPartition = errors.New("partition: no such partition")
 
 // Split returns the layout after partition i fills and splits: it is
 // replaced by two partitions, each with half its throughput, placed at i and
@@ -205,9 +219,9 @@ type Recommendation struct {
 }
 
 // ErrWorkload is returned (wrapped) by [Recommend] for a workload it cannot
-// plan: negative or non-finite figures, or one needing more than MaxN
+// plan: negative or non-finite figures, or one needing more than shard.MaxN
 // shards.
-var ErrWorkload = errors.New("shard: cannot plan workload")
+var ErrWorkload = errors.New("partition: cannot plan workload")
 
 // Recommend returns the smallest shard count N that keeps each physical key
 // of one logical key under Utilization × 1,000 WCU at the peak write rate,
@@ -240,8 +254,8 @@ func Recommend(w Workload) (Recommendation, error) {
 	// Compare before converting: a tiny utilization or a huge rate must
 	// not overflow into a small N.
 	need := wcu / (util * PartitionWCU)
-	if need > MaxN {
-		return Recommendation{}, fmt.Errorf("%w: %.0f WCU/s at %g utilization needs more than MaxN = %d shards", ErrWorkload, wcu, util, MaxN)
+	if need > shard.MaxN {
+		return Recommendation{}, fmt.Errorf("%w: %.0f WCU/s at %g utilization needs more than shard.MaxN = %d shards", ErrWorkload, wcu, util, shard.MaxN)
 	}
 	n := max(1, ceilInt(need))
 	r.N = n

@@ -1,0 +1,47 @@
+package shard
+
+import "github.com/dynashard/dynashard/internal/errs"
+
+// Errors, matched with errors.Is. The three families are shared by every
+// dynashard package: errors.Is(err, shard.ErrNotFound) and
+// errors.Is(err, chunk.ErrNotFound) are the same test.
+var (
+	// ErrInvalid is matched by every error about input rejected before any
+	// request: a bad layout, item, key or strategy, a nil argument.
+	ErrInvalid = errs.Invalid
+	// ErrNotFound reports that no item has the key asked for.
+	ErrNotFound = errs.NotFound
+	// ErrConflict reports a write whose condition failed; the SDK's
+	// *types.ConditionalCheckFailedException is wrapped with it.
+	ErrConflict = errs.Conflict
+
+	// ErrInvalidLayout reports a Layout that cannot describe a table.
+	ErrInvalidLayout = errs.New("shard: invalid layout", errs.Invalid)
+	// ErrInvalidItem is matched by every *ItemError: an item or (base, id)
+	// rejected before any request.
+	ErrInvalidItem = errs.New("shard: invalid item", errs.Invalid)
+	// ErrInvalidKey is matched by every *KeyError: a malformed physical key
+	// or base (empty base, missing or non-canonical suffix, invalid UTF-8,
+	// too long).
+	ErrInvalidKey = errs.New("shard: invalid key", errs.Invalid)
+	// ErrKeyTooLong is matched by a *KeyError for a key whose UTF-8 length,
+	// suffix included, exceeds MaxKeyBytes.
+	ErrKeyTooLong = errs.New("shard: key too long", errs.Invalid)
+	// ErrItemTooLarge is matched by an *ItemError for an item over
+	// DynamoDB's 400 KB (409,600-byte) limit, with the physical key in
+	// place.
+	ErrItemTooLarge = errs.New("shard: item too large", errs.Invalid)
+	// ErrInvalidStrategy reports a nil strategy, a shard count outside
+	// 1..MaxN, or a user-supplied Strategy that picked a suffix outside
+	// 1..N.
+	ErrInvalidStrategy = errs.New("shard: invalid strategy", errs.Invalid)
+	// ErrNotCalculated reports an operation that must find an item by id
+	// on a layout whose strategy is Random: such items are found only by
+	// reading every suffix (package scatter).
+	ErrNotCalculated = errs.New("shard: strategy does not derive the suffix from the id", errs.Invalid)
+
+	// ErrLayoutMismatch is matched by a *LayoutError: the caller's Layout
+	// differs from the one recorded for a base. It is not ErrInvalid: the
+	// input may be fine and the deployment wrong.
+	ErrLayoutMismatch = errs.New("shard: layout mismatch", nil)
+)

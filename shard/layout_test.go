@@ -1,0 +1,227 @@
+package shard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/shard"
+)
+
+func layoutOf(table string, s shard.Strategy) shard.Layout {
+	return shard.Layout{Table: table, PartitionKey: "pk", SortKey: "sk", Strategy: s}
+}
+
+// TestLayoutMismatch: a base written with one layout is refused by every
+// entry point built from another, before any data request.
+func TestLayoutMismatch(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		name := s.Table(t, "pk:S", "sk:S")
+		writer := newOrders(t, s.Client(), name, shard.Hash(16))
+		if err := writer.Put(ctx, "2014-07-09", Order{ID: "ORD-1", Amount: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, other := range []shard.Layout{
+			layoutOf(name, shard.Hash(8)),
+			layoutOf(name, shard.Random(16)),
+			layoutOf(name, shard.CodePointProduct(16)),
+			{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(16), Codec: shard.Codec{Sep: "#"}},
+		} {
+			t.Run(other.String(), func(t *testing.T) {
+				c, sent := countingClient(s)
+				tbl, err := shard.NewTable[Order](c, other)
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls := map[string]func() error{
+					"Put": func() error { return tbl.Put(ctx, "2014-07-09", Order{ID: "ORD-2"}) },
+					"Load": func() error {
+						_, err := tbl.Load(ctx, seq2([]pair{{"2014-07-09", Order{ID: "ORD-3"}}}))
+						return err
+					},
+				}
+				if other.Strategy != shard.Random(16) { // Random cannot Get by id at all
+					calls["Get"] = func() error { _, err := tbl.Get(ctx, "2014-07-09", "ORD-1"); return err }
+					calls["Delete"] = func() error { return tbl.Delete(ctx, "2014-07-09", "ORD-1") }
+				}
+				for op, call := range calls {
+					before := sent.Load()
+					err := call()
+					var le *shard.LayoutError
+					if !errors.Is(err, shard.ErrLayoutMismatch) || !errors.As(err, &le) || le.Base != "2014-07-09" {
+						t.Errorf("%s: %v, want a *LayoutError for base 2014-07-09", op, err)
+					}
+					// At most the record read: no data request.
+					if n := sent.Load() - before; n > 1 {
+						t.Errorf("%s sent %d requests, want at most 1 (the record)", op, n)
+					}
+				}
+			})
+		}
+		// The writer's own layout still works, and a new base takes any.
+		if _, err := writer.Get(ctx, "2014-07-09", "ORD-1"); err != nil {
+			t.Errorf("Get with the recorded layout: %v", err)
+		}
+		if err := newOrders(t, s.Client(), name, shard.Hash(8)).Put(ctx, "2014-07-10", Order{ID: "x"}); err != nil {
+			t.Errorf("another base with another layout: %v", err)
+		}
+	})
+}
+
+// TestLayoutRace: writers racing on a new base with different layouts
+// agree: exactly one layout is recorded, its writers succeed and every
+// other writer gets the mismatch.
+func TestLayoutRace(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		name := s.Table(t, "pk:S", "sk:S")
+		const writers = 8
+		var wg sync.WaitGroup
+		errs := make([]error, writers)
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// A client each, so that no writer shares another's cache.
+				tbl := newOrders(t, s.Client(), name, shard.Hash(8+8*(i%2)))
+				errs[i] = tbl.Put(context.Background(), "day", Order{ID: fmt.Sprint("o", i)})
+			}()
+		}
+		wg.Wait()
+		won := map[int]bool{}
+		for i, err := range errs {
+			n := 8 + 8*(i%2)
+			switch {
+			case err == nil:
+				won[n] = true
+			case !errors.Is(err, shard.ErrLayoutMismatch):
+				t.Errorf("writer %d (N=%d): %v, want nil or ErrLayoutMismatch", i, n, err)
+			}
+		}
+		if len(won) != 1 {
+			t.Fatalf("layouts that wrote: %v, want exactly one", won)
+		}
+		for i, err := range errs {
+			if n := 8 + 8*(i%2); won[n] != (err == nil) {
+				t.Errorf("writer %d (N=%d): %v, though N=%v won", i, n, err, won)
+			}
+		}
+	})
+}
+
+// TestLayoutRecordCost: the record costs one GetItem per base for a
+// client's life (plus one PutItem the first time), and nothing for an
+// Unchecked layout.
+func TestLayoutRecordCost(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		name := s.Table(t, "pk:S", "sk:S")
+		c, sent := countingClient(s)
+		tbl := newOrders(t, c, name, shard.Hash(4))
+		for i := range 5 {
+			if err := tbl.Put(ctx, "day", Order{ID: fmt.Sprint(i)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tbl.Get(ctx, "day", fmt.Sprint(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// 5 Puts + 5 Gets + the record: one GetItem, one PutItem.
+		if got := sent.Load(); got != 12 {
+			t.Errorf("%d requests, want 12 (10 data + 2 for the record)", got)
+		}
+		uc, usent := countingClient(s)
+		l := layoutOf(name, shard.Hash(8))
+		l.Unchecked = true
+		loose, err := shard.NewTable[Order](uc, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := loose.Put(ctx, "day", Order{ID: "u"}); err != nil || usent.Load() != 1 {
+			t.Errorf("Unchecked Put: %v after %d requests, want nil after 1", err, usent.Load())
+		}
+	})
+}
+
+// TestLayoutRecordForm: the record is an item at base#dynashard, which no
+// physical key can be, and a malformed one is an error, not a match.
+func TestLayoutRecordForm(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		c := s.Client()
+		name := s.Table(t, "pk:S", "sk:S")
+		if err := newOrders(t, c, name, shard.Hash(4)).Put(ctx, "day", Order{ID: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		rec := rawGet(t, c, name, "day#dynashard", "dynashard#layout")
+		if !shard.IsRecord(rec) {
+			t.Fatalf("no record at day#dynashard: %v", rec)
+		}
+		for _, sep := range []string{".", "#", "-", "dyna"} {
+			if _, _, err := (shard.Codec{Sep: sep}).Parse("day#dynashard"); err == nil {
+				t.Errorf("day#dynashard parses as a physical key with separator %q", sep)
+			}
+		}
+		rec["dynashard:shards"] = &types.AttributeValueMemberL{}
+		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(name), Item: rec}); err != nil {
+			t.Fatal(err)
+		}
+		fresh := newOrders(t, s.Client(), name, shard.Hash(4))
+		if _, err := fresh.Get(ctx, "day", "a"); err == nil || errors.Is(err, shard.ErrLayoutMismatch) {
+			t.Errorf("Get with a malformed record: %v, want an error that is not a mismatch", err)
+		}
+	})
+}
+
+func TestLayoutValidate(t *testing.T) {
+	ok := layoutOf("t", shard.Hash(2))
+	for name, l := range map[string]shard.Layout{
+		"no table":           {PartitionKey: "pk", Strategy: shard.Hash(2)},
+		"no partition key":   {Table: "t", Strategy: shard.Hash(2)},
+		"same keys":          {Table: "t", PartitionKey: "k", SortKey: "k", Strategy: shard.Hash(2)},
+		"bad sort type":      {Table: "t", PartitionKey: "pk", SortKey: "sk", SortKeyType: "BOOL", Strategy: shard.Hash(2)},
+		"type without key":   {Table: "t", PartitionKey: "pk", SortKeyType: "N", Strategy: shard.Hash(2)},
+		"no strategy":        {Table: "t", PartitionKey: "pk"},
+		"N too large":        {Table: "t", PartitionKey: "pk", Strategy: shard.Hash(shard.MaxN + 1)},
+		"digit separator":    {Table: "t", PartitionKey: "pk", Strategy: shard.Hash(2), Codec: shard.Codec{Sep: "1"}},
+		"index without key":  {Table: "t", PartitionKey: "g", Index: "i", Unchecked: true, Strategy: shard.Hash(2)},
+		"index checked":      {Table: "t", PartitionKey: "g", Index: "i", TableKey: []string{"id"}, Strategy: shard.Hash(2)},
+		"table key no index": {Table: "t", PartitionKey: "pk", TableKey: []string{"id"}, Strategy: shard.Hash(2)},
+	} {
+		if err := l.Validate(); !errors.Is(err, shard.ErrInvalidLayout) || !errors.Is(err, shard.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalidLayout", name, err)
+		}
+	}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("valid layout: %v", err)
+	}
+}
+
+// TestCreateTableInput: the helper's table is usable by the layout.
+func TestCreateTableInput(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		l := layoutOf(ddbtest.TableName(), shard.Hash(4))
+		in, err := l.CreateTableInput()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Table = s.CreateTable(t, in)
+		tbl, err := shard.NewTable[Order](s.Client(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tbl.Put(context.Background(), "d", Order{ID: "x", Amount: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := tbl.Get(context.Background(), "d", "x"); err != nil || got.Amount != 3 {
+			t.Errorf("Get = %+v, %v", got, err)
+		}
+	})
+}

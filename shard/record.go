@@ -1,0 +1,281 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The record of a base's layout is an ordinary item of the table, under
+// the partition key base + recordSuffix. A physical key always ends in a
+// decimal digit (the suffix), so no codec can make that key a physical
+// one, and the record never shows up in a read of data; a reader with any
+// layout, whatever its separator, finds the record where the writer put it.
+// Each base has its own record, which is where a later change of the
+// base's shard count is kept. With a sort key, the record's sort-key value
+// is recordMarker (S, B) or 0 (N). Its attributes:
+//
+//	dynashard:layout  S  "v1 " + the layout without table and N
+//	dynashard:shards  L  the shard counts the base was written with, oldest first
+//	dynashard:created S  when the record was written, RFC 3339
+const (
+	recordSuffix  = "#dynashard"
+	recordMarker  = "dynashard#layout"
+	attrLayout    = "dynashard:layout"
+	attrShards    = "dynashard:shards"
+	attrCreated   = "dynashard:created"
+	recordVersion = "v1 "
+)
+
+// RecordClient is the part of *dynamodb.Client that reading and writing
+// layout records uses.
+type RecordClient interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+var _ RecordClient = (*dynamodb.Client)(nil)
+
+// LayoutError reports a layout that disagrees with the one recorded for a
+// base. It matches ErrLayoutMismatch.
+type LayoutError struct {
+	Base   string
+	Want   string // the caller's layout (Layout.String)
+	Stored string // the recorded one, in the same form
+}
+
+func (e *LayoutError) Error() string {
+	return fmt.Sprintf("shard: layout mismatch for base %q: this code uses %s; the table records %s", clip(e.Base), e.Want, e.Stored)
+}
+
+func (e *LayoutError) Is(target error) bool { return target == ErrLayoutMismatch }
+
+// Verify checks l against the record of base before a read. A base
+// without a record (nothing written through dynashard yet) passes; one
+// whose record differs is a *LayoutError. A match is cached for the life
+// of the process, so a process pays one consistent GetItem (one read unit)
+// per base and client; a base without a record costs that read on every
+// call. An Unchecked layout sends nothing.
+func (l Layout) Verify(ctx context.Context, c RecordClient, base string) error {
+	if l.Unchecked || verified.has(c, l, base) {
+		return nil
+	}
+	rec, ok, err := l.readRecord(ctx, c, base)
+	if err != nil || !ok {
+		return err
+	}
+	return l.accept(c, base, rec)
+}
+
+// Record checks l against the record of base before a write, and writes
+// the record if there is none, with a conditional put so that processes
+// racing with different layouts agree: exactly one record is written, and
+// every other layout then fails with a *LayoutError. It costs one
+// consistent GetItem per base and client in the life of a process, plus
+// one PutItem the first time a base is written. An Unchecked layout sends
+// nothing.
+func (l Layout) Record(ctx context.Context, c RecordClient, base string) error {
+	if l.Unchecked || verified.has(c, l, base) {
+		return nil
+	}
+	for range 2 {
+		rec, ok, err := l.readRecord(ctx, c, base)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return l.accept(c, base, rec)
+		}
+		err = l.writeRecord(ctx, c, base)
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			if err == nil {
+				verified.add(c, l, base)
+			}
+			return err
+		}
+		// Another writer recorded the base first: compare with its record.
+	}
+	return fmt.Errorf("shard: table %s base %q: layout record kept changing", l.Table, clip(base))
+}
+
+type record struct {
+	shape  string
+	shards []int
+}
+
+func (l Layout) accept(c RecordClient, base string, rec record) error {
+	if rec.shape != l.shape() || len(rec.shards) == 0 || rec.shards[len(rec.shards)-1] != l.N() {
+		return &LayoutError{Base: base, Want: l.String(), Stored: rec.String(l.Table)}
+	}
+	verified.add(c, l, base)
+	return nil
+}
+
+func (r record) String(table string) string {
+	n := "?"
+	if len(r.shards) > 0 {
+		n = strconv.Itoa(r.shards[len(r.shards)-1])
+	}
+	return fmt.Sprintf("%s: %s N=%s (history %v)", table, r.shape, n, r.shards)
+}
+
+func (l Layout) recordKey(base string) (map[string]types.AttributeValue, error) {
+	if err := l.Codec.Check(base, 1); err != nil {
+		return nil, err
+	}
+	if len(base)+len(recordSuffix) > MaxKeyBytes {
+		return nil, &KeyError{Key: base, Reason: reasonNoRecord}
+	}
+	key := map[string]types.AttributeValue{l.PartitionKey: &types.AttributeValueMemberS{Value: base + recordSuffix}}
+	switch {
+	case l.SortKey == "":
+	case l.sortType() == types.ScalarAttributeTypeN:
+		key[l.SortKey] = &types.AttributeValueMemberN{Value: "0"}
+	case l.sortType() == types.ScalarAttributeTypeB:
+		key[l.SortKey] = &types.AttributeValueMemberB{Value: []byte(recordMarker)}
+	default:
+		key[l.SortKey] = &types.AttributeValueMemberS{Value: recordMarker}
+	}
+	return key, nil
+}
+
+func (l Layout) readRecord(ctx context.Context, c RecordClient, base string) (record, bool, error) {
+	key, err := l.recordKey(base)
+	if err != nil {
+		return record{}, false, err
+	}
+	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(l.Table), Key: key, ConsistentRead: aws.Bool(true),
+		ProjectionExpression:     aws.String("#l, #s"),
+		ExpressionAttributeNames: map[string]string{"#l": attrLayout, "#s": attrShards},
+	})
+	if err != nil {
+		return record{}, false, fmt.Errorf("shard: read layout record of table %s base %q: %w", l.Table, clip(base), err)
+	}
+	if out.Item == nil {
+		return record{}, false, nil
+	}
+	rec, err := parseRecord(out.Item)
+	if err != nil {
+		return record{}, false, fmt.Errorf("shard: table %s base %q: %w", l.Table, clip(base), err)
+	}
+	return rec, true, nil
+}
+
+// errBadRecord wraps a record item that is not one dynashard wrote.
+var errBadRecord = errors.New("malformed layout record")
+
+func parseRecord(item map[string]types.AttributeValue) (record, error) {
+	shape, ok := item[attrLayout].(*types.AttributeValueMemberS)
+	if !ok || len(shape.Value) < len(recordVersion) || shape.Value[:len(recordVersion)] != recordVersion {
+		return record{}, fmt.Errorf("%w: %s is not a %q string", errBadRecord, attrLayout, recordVersion)
+	}
+	list, ok := item[attrShards].(*types.AttributeValueMemberL)
+	if !ok || len(list.Value) == 0 {
+		return record{}, fmt.Errorf("%w: %s is not a non-empty list", errBadRecord, attrShards)
+	}
+	rec := record{shape: shape.Value[len(recordVersion):]}
+	for _, v := range list.Value {
+		num, ok := v.(*types.AttributeValueMemberN)
+		if !ok {
+			return record{}, fmt.Errorf("%w: %s holds a %T", errBadRecord, attrShards, v)
+		}
+		n, err := strconv.Atoi(num.Value)
+		if err != nil || CheckN(n) != nil {
+			return record{}, fmt.Errorf("%w: %s holds %q", errBadRecord, attrShards, num.Value)
+		}
+		rec.shards = append(rec.shards, n)
+	}
+	return rec, nil
+}
+
+func (l Layout) writeRecord(ctx context.Context, c RecordClient, base string) error {
+	item, err := l.recordKey(base)
+	if err != nil {
+		return err
+	}
+	item[attrLayout] = &types.AttributeValueMemberS{Value: recordVersion + l.shape()}
+	item[attrShards] = &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberN{Value: strconv.Itoa(l.N())}}}
+	item[attrCreated] = &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339)}
+	_, err = c.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(l.Table), Item: item,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": l.PartitionKey},
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return err
+		}
+		return fmt.Errorf("shard: write layout record of table %s base %q: %w", l.Table, clip(base), err)
+	}
+	return nil
+}
+
+// verifiedCache remembers the (client, layout, base) triples whose record
+// matched, for the life of the process. Records never change once written,
+// so an entry never goes stale. A client whose dynamic type is not
+// comparable cannot be a map key and is not cached. The cache holds at
+// most maxVerified entries and starts over when full.
+type verifiedCache struct {
+	mu sync.Mutex
+	m  map[verifiedKey]struct{}
+}
+
+type verifiedKey struct {
+	client      RecordClient
+	table, base string
+	layout      string
+}
+
+const maxVerified = 1 << 16
+
+var verified = &verifiedCache{m: map[verifiedKey]struct{}{}}
+
+func (v *verifiedCache) key(c RecordClient, l Layout, base string) (verifiedKey, bool) {
+	if c == nil || !reflect.TypeOf(c).Comparable() {
+		return verifiedKey{}, false
+	}
+	return verifiedKey{client: c, table: l.Table, base: base, layout: l.String()}, true
+}
+
+func (v *verifiedCache) has(c RecordClient, l Layout, base string) bool {
+	k, ok := v.key(c, l, base)
+	if !ok {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, hit := v.m[k]
+	return hit
+}
+
+func (v *verifiedCache) add(c RecordClient, l Layout, base string) {
+	k, ok := v.key(c, l, base)
+	if !ok {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.m) >= maxVerified {
+		clear(v.m)
+	}
+	v.m[k] = struct{}{}
+}
+
+// IsRecord reports whether item is a layout record rather than data: a
+// Scan of a sharded table returns one record per base written, and code
+// that scans should skip them.
+func IsRecord(item map[string]types.AttributeValue) bool {
+	_, ok := item[attrLayout]
+	return ok
+}
