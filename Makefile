@@ -5,21 +5,23 @@ GO ?= go
 
 # test installs the local servers (once; cached), checks formatting and vet,
 # and runs every test with the race detector; integration tests run against
-# both DynamoDB Local and dynalite. The bench is its own module (bench/), so
-# its tests run from there.
+# both DynamoDB Local and dynalite. The bench and the examples are modules of
+# their own (bench/, examples/), so their tests run from there.
 test: servers vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 	cd bench && $(GO) test -race -count=1 -timeout 30m ./...
+	cd examples && $(GO) test -race -count=1 -timeout 30m ./...
 
+# demo runs examples/demo, in the examples module.
 demo: servers
-	$(GO) run ./examples/demo
+	cd examples && $(GO) run ./demo
 
 servers:
 	$(GO) run ./internal/tools/servers
 
 # vet checks gofmt on every Go file git knows or would add (untracked ones
 # too, so that a new file is checked before its first commit), then runs
-# go vet in both modules.
+# go vet in every module: the library, bench/ and examples/.
 vet:
 	@files=$$(for f in $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'); do \
 	    [ -f "$$f" ] && echo "$$f"; done); \
@@ -27,6 +29,7 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd examples && $(GO) vet ./...
 
 bench: servers
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -12,18 +12,20 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard"
+	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/faultproxy"
 	"github.com/dynashard/dynashard/internal/localddb"
 	"github.com/dynashard/dynashard/shard"
@@ -71,6 +73,14 @@ type benchConfig struct {
 	// 6: chunks.
 	chunkMiB, chunkReps int
 
+	// 7: hot-day writes under the partition model (duration and warmup
+	// are scenario 1's).
+	partNs      []int
+	partWCU     float64       // the provisioned table's WCU, DynamoDB's figure
+	partScale   float64       // the model's TimeScale: simulated seconds per real second
+	partBurst   time.Duration // the model's BurstWindow, simulated time
+	partWriters int
+
 	out        string
 	note       string
 	plotFormat string
@@ -94,6 +104,7 @@ var quickDefaults = map[string]string{
 	"load-seconds": "3",
 	"chunk-mib":    "8",
 	"chunk-reps":   "1",
+	"part-n":       "1,4,16,200",
 }
 
 var scenarioNames = map[int]string{
@@ -103,6 +114,7 @@ var scenarioNames = map[int]string{
 	4: "calculated strategies",
 	5: "bulk load",
 	6: "chunks",
+	7: "hot-day writes, partition model",
 }
 
 // runBench is the whole command: it starts a server (or uses -endpoint),
@@ -155,15 +167,15 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "small sizes and short runs: all scenarios in under a minute")
 	fs.StringVar(&cfg.server, "server", "ddblocal", "local server to start: ddblocal (DynamoDB Local) or dynalite")
 	fs.StringVar(&cfg.endpoint, "endpoint", "", "use this running DynamoDB endpoint (http://host:port) instead of starting a server")
-	scen := fs.String("scenarios", "1,2,3,4,5,6", "scenarios to run: 1 writes, 2 reads, 3 merge, 4 strategies, 5 bulk load, 6 chunks")
+	scen := fs.String("scenarios", "1,2,3,4,5,6,7", "scenarios to run: 1 writes, 2 reads, 3 merge, 4 strategies, 5 bulk load, 6 chunks, 7 writes on a provisioned table (partition model)")
 	fs.Float64Var(&cfg.wcu, "wcu", 100, "modelled write capacity per partition-key value, WCU/s (DynamoDB: 1000, scaled down)")
 	fs.Float64Var(&cfg.rcu, "rcu", 300, "modelled read capacity per partition-key value, RCU/s (DynamoDB: 3000, scaled down)")
 	fs.DurationVar(&cfg.burst, "burst", 100*time.Millisecond, "unused capacity a key keeps, as a duration of its rate (DynamoDB: up to 300s, best effort)")
 	fs.IntVar(&cfg.attempts, "attempts", 3, "SDK attempts per request (the SDK's retries stay on)")
 	fs.DurationVar(&cfg.backoff, "backoff", 25*time.Millisecond, "base of the SDK retryer's full-jitter exponential backoff, capped at 1s; 0 keeps the SDK's default (0-2s on the first retry)")
 	writeNs := fs.String("n", "2,4,8,16,32", "scenario 1: shard counts N (the unsharded baseline always runs)")
-	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "scenario 1: measured time per N")
-	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "scenario 1: unmeasured time before each measurement (drains burst credit)")
+	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "scenarios 1 and 7: measured time per N")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "scenarios 1 and 7: unmeasured time before each measurement (drains burst credit)")
 	fs.IntVar(&cfg.workers, "workers", 4, "scenario 1: concurrent writers per shard (at least 8 in all)")
 	readNs := fs.String("read-n", "8,16,32,64,128,200", "scenario 2: shard counts N")
 	fs.IntVar(&cfg.readItems, "read-items", 20, "scenario 2: items per shard")
@@ -178,6 +190,11 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.Float64Var(&cfg.loadSeconds, "load-seconds", 10, "scenario 5: items per key as seconds of -wcu (the interleaved load's ideal duration)")
 	fs.IntVar(&cfg.chunkMiB, "chunk-mib", 64, "scenario 6: payload size in MiB")
 	fs.IntVar(&cfg.chunkReps, "chunk-reps", 3, "scenario 6: timed runs per method (the median is reported)")
+	partNs := fs.String("part-n", "1,2,4,8,16,32,64,128,200", "scenario 7: shard counts N (the unsharded baseline always runs)")
+	fs.Float64Var(&cfg.partWCU, "part-wcu", 4000, "scenario 7: the provisioned table's WCU, as on DynamoDB (4000: 4 partitions of 1000)")
+	fs.Float64Var(&cfg.partScale, "part-scale", 0.1, "scenario 7: the partition model's time scale; the table admits part-wcu × part-scale WCU per real second")
+	fs.DurationVar(&cfg.partBurst, "part-burst", 100*time.Millisecond, "scenario 7: burst window, in simulated time (DynamoDB: up to 300s, best effort)")
+	fs.IntVar(&cfg.partWriters, "part-writers", 64, "scenario 7: concurrent writers in every step")
 	fs.StringVar(&cfg.out, "out", "", "write results.md and plots to this directory")
 	fs.StringVar(&cfg.note, "note", "", "a remark printed at the top of the results (e.g. what else ran on the machine)")
 	fs.StringVar(&cfg.plotFormat, "plot", "png", "plot format: png or svg")
@@ -208,14 +225,14 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 			}
 		}
 	}
-	if err := cfg.check(*scen, *writeNs, *readNs); err != nil {
+	if err := cfg.check(*scen, *writeNs, *readNs, *partNs); err != nil {
 		return cfg, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return cfg, nil
 }
 
 // check validates the flags and fills the parsed lists.
-func (c *benchConfig) check(scen, writeNs, readNs string) error {
+func (c *benchConfig) check(scen, writeNs, readNs, partNs string) error {
 	var err error
 	if c.endpoint == "" && c.server != string(localddb.DynamoDBLocal) && c.server != string(localddb.Dynalite) {
 		return fmt.Errorf("-server %q: want ddblocal or dynalite", c.server)
@@ -230,7 +247,7 @@ func (c *benchConfig) check(scen, writeNs, readNs string) error {
 	c.scenarios = map[int]bool{}
 	for _, s := range list {
 		if scenarioNames[s] == "" {
-			return fmt.Errorf("-scenarios: no scenario %d (want 1..6)", s)
+			return fmt.Errorf("-scenarios: no scenario %d (want 1..%d)", s, len(scenarioNames))
 		}
 		c.scenarios[s] = true
 	}
@@ -240,7 +257,10 @@ func (c *benchConfig) check(scen, writeNs, readNs string) error {
 	if c.readNs, err = intList("read-n", readNs); err != nil {
 		return err
 	}
-	for _, n := range append(append([]int{c.skewN, c.mergeShards}, c.writeNs...), c.readNs...) {
+	if c.partNs, err = intList("part-n", partNs); err != nil {
+		return err
+	}
+	for _, n := range slices.Concat([]int{c.skewN, c.mergeShards}, c.writeNs, c.readNs, c.partNs) {
 		if err := shard.CheckN(n); err != nil {
 			return fmt.Errorf("shard count: %v", err)
 		}
@@ -248,7 +268,7 @@ func (c *benchConfig) check(scen, writeNs, readNs string) error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"wcu", c.wcu}, {"rcu", c.rcu}, {"load-seconds", c.loadSeconds}} {
+	}{{"wcu", c.wcu}, {"rcu", c.rcu}, {"load-seconds", c.loadSeconds}, {"part-wcu", c.partWCU}, {"part-scale", c.partScale}} {
 		if !(f.v > 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("-%s %v: want a positive number", f.name, f.v)
 		}
@@ -259,12 +279,13 @@ func (c *benchConfig) check(scen, writeNs, readNs string) error {
 	}{
 		{"attempts", c.attempts}, {"workers", c.workers}, {"read-items", c.readItems}, {"reps", c.reps},
 		{"merge-items", c.mergeItems}, {"ids", c.ids}, {"load-keys", c.loadKeys}, {"chunk-mib", c.chunkMiB}, {"chunk-reps", c.chunkReps},
+		{"part-writers", c.partWriters},
 	} {
 		if f.v < 1 {
 			return fmt.Errorf("-%s %d: want at least 1", f.name, f.v)
 		}
 	}
-	if c.duration <= 0 || c.warmup < 0 || c.latency < 0 || c.burst < 0 || c.backoff < 0 || c.mergeTime < 0 {
+	if c.duration <= 0 || c.warmup < 0 || c.latency < 0 || c.burst < 0 || c.backoff < 0 || c.mergeTime < 0 || c.partBurst < 0 {
 		return fmt.Errorf("durations must not be negative (and -duration positive)")
 	}
 	if c.plotFormat != "png" && c.plotFormat != "svg" {
@@ -314,7 +335,7 @@ func (b *bencher) run(ctx context.Context) (*report, error) {
 		b.kind, b.endpoint = localddb.External, b.cfg.endpoint
 	}
 	rep.server = "none (the scenarios run need no server)"
-	for _, n := range []int{1, 2, 5, 6} {
+	for _, n := range []int{1, 2, 5, 6, 7} {
 		if b.cfg.scenarios[n] {
 			rep.server = serverDescription(b.kind, b.endpoint) + ", behind internal/faultproxy on loopback"
 		}
@@ -322,7 +343,7 @@ func (b *bencher) run(ctx context.Context) (*report, error) {
 	steps := []struct {
 		n   int
 		run func(context.Context) (*section, error)
-	}{{1, b.writes}, {2, b.reads}, {3, b.merge}, {4, b.skew}, {5, b.load}, {6, b.chunks}}
+	}{{1, b.writes}, {2, b.reads}, {3, b.merge}, {4, b.skew}, {5, b.load}, {6, b.chunks}, {7, b.partitionWrites}}
 	total := len(b.cfg.scenarios)
 	i := 0
 	for _, s := range steps {
@@ -446,7 +467,7 @@ func (b *bencher) client(endpoint string, conns int) *dynamodb.Client {
 	return localddb.NewClient(endpoint, func(o *dynamodb.Options) {
 		o.HTTPClient = hc
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.RateLimiter = ratelimit.None
+			dynashard.RetryForFanOut(so)
 			so.MaxAttempts = b.cfg.attempts
 			if b.cfg.backoff > 0 {
 				so.Backoff = fullJitter(b.cfg.backoff, time.Second)
@@ -466,10 +487,5 @@ func fullJitter(base, maxDelay time.Duration) retry.BackoffDelayerFunc {
 	}
 }
 
-// isThrottle reports whether err is DynamoDB's throttling answer.
-func isThrottle(err error) bool {
-	var pt *types.ProvisionedThroughputExceededException
-	var te *types.ThrottlingException
-	var rl *types.RequestLimitExceeded
-	return errors.As(err, &pt) || errors.As(err, &te) || errors.As(err, &rl)
-}
+// isThrottle reports whether err is a throttle, as the library decides it.
+func isThrottle(err error) bool { return backoff.IsThrottle(err) }

@@ -9,14 +9,17 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 	"gonum.org/v1/plot"
 
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/partition"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -35,6 +38,7 @@ func TestBench(t *testing.T) {
 			"-ids", fmt.Sprint(ids), "-skew-n", fmt.Sprint(skewN),
 			"-load-keys", "2", "-load-seconds", "0.05",
 			"-chunk-mib", "1", "-chunk-reps", "1",
+			"-part-n", "2",
 			"-out", dir)
 		if code != 0 {
 			t.Fatalf("exit %d, stderr:\n%s", code, errOut)
@@ -46,6 +50,7 @@ func TestBench(t *testing.T) {
 			"## 4. Calculated strategies",
 			"## 5. Bulk load", "| sorted |", "| interleaved | 10 |", // 2 keys × ceil(100 WCU/s × 0.05 s) items, all written
 			"## 6. Chunks", "| chunk.Store | write |", "| chunk.Store | read |", "| plain loop | write |", "| plain loop | read |",
+			"## 7. Hot-day writes on a provisioned table (partition model)",
 		}
 		// The skew rows must be exactly what shard.Analyze says of the same ids.
 		for _, f := range idFamilies {
@@ -82,7 +87,7 @@ func TestBench(t *testing.T) {
 				t.Errorf("results.md lacks %q", w)
 			}
 		}
-		for _, name := range []string{"writes.png", "reads.png"} {
+		for _, name := range []string{"writes.png", "reads.png", "writes_partitions.png"} {
 			checkPNG(t, filepath.Join(dir, name))
 		}
 	})
@@ -104,7 +109,7 @@ func checkPNG(t *testing.T, path string) {
 	}
 }
 
-// TestBenchPlots draws both plots in both formats from made-up results,
+// TestBenchPlots draws every plot in both formats from made-up results,
 // without a server.
 func TestBenchPlots(t *testing.T) {
 	writes := []writeResult{
@@ -116,10 +121,16 @@ func TestBenchPlots(t *testing.T) {
 		{n: 8, sequential: 50 * time.Millisecond, scatter: 8 * time.Millisecond, unbounded: 8 * time.Millisecond, roundTrip: 6 * time.Millisecond},
 		{n: 64, sequential: 400 * time.Millisecond, scatter: 20 * time.Millisecond, unbounded: 12 * time.Millisecond, roundTrip: 6 * time.Millisecond},
 	}
+	parts := []partResult{
+		{n: 1, keys: []int{0, 1, 0, 0}, rate: 100, limit: 400, bound: 100, even: 100},
+		{n: 4, sharded: true, keys: []int{2, 1, 0, 1}, rate: 290, limit: 400, bound: 300, even: 200},
+		{n: 200, sharded: true, keys: []int{49, 52, 48, 51}, rate: 395, limit: 400, bound: 400, even: 385},
+	}
 	rep := &report{cfg: benchConfig{wcu: 100, rcu: 300, attempts: 3}, machine: readMachine(), server: "none", started: time.Now()}
 	rep.sections = []*section{
 		{number: 1, title: "w", plot: &plotSpec{file: "writes", alt: "w", draw: func() (*plot.Plot, error) { return writePlot(writes, 100) }}},
 		{number: 2, title: "r", plot: &plotSpec{file: "reads", alt: "r", draw: func() (*plot.Plot, error) { return readPlot(reads, 5*time.Millisecond) }}},
+		{number: 7, title: "p", plot: &plotSpec{file: "writes_partitions", alt: "p", draw: func() (*plot.Plot, error) { return partPlot(parts, 400) }}},
 	}
 	for _, format := range []string{"png", "svg"} {
 		t.Run(format, func(t *testing.T) {
@@ -127,7 +138,7 @@ func TestBenchPlots(t *testing.T) {
 			if err := rep.write(dir, format); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{"writes", "reads"} {
+			for _, name := range []string{"writes", "reads", "writes_partitions"} {
 				path := filepath.Join(dir, name+"."+format)
 				if format == "png" {
 					checkPNG(t, path)
@@ -211,7 +222,12 @@ func TestBenchUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-server", "mysql"},
 		{"-endpoint", "localhost:8000"},
-		{"-scenarios", "7"},
+		{"-scenarios", "8"},
+		{"-part-n", "0"},
+		{"-part-wcu", "0"},
+		{"-part-scale", "-1"},
+		{"-part-writers", "0"},
+		{"-part-burst", "-1s"},
 		{"-scenarios", ""},
 		{"-n", "0"},
 		{"-n", "2,x"},
@@ -227,4 +243,107 @@ func TestBenchUsageErrors(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2; stderr:\n%s", args, code, errOut)
 		}
 	}
+}
+
+// TestBenchPartitions runs scenario 7 in quick mode (shorter steps) on a
+// table of 2,000 WCU at time scale 0.1 and checks its rows: one per
+// quick shard count and the unsharded baseline, the limit the table's WCU
+// per real second in every row, the keys placed on partitions as package
+// partition places them, and the plot written.
+func TestBenchPartitions(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		dir := t.TempDir()
+		code, out, errOut := runCLI(t, "-quick", "-endpoint", s.Endpoint, "-scenarios", "7",
+			"-part-wcu", "2000", "-part-scale", "0.1", "-duration", "400ms", "-warmup", "200ms", "-out", dir)
+		if code != 0 {
+			t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+		}
+		quickN, err := intList("part-n", quickDefaults["part-n"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := sectionRows(t, out, "## 7. ")
+		if len(rows) != 1+len(quickN) {
+			t.Fatalf("%d rows, want %d (unsharded and N = %v):\n%s", len(rows), 1+len(quickN), quickN, out)
+		}
+		layout, err := partition.NewLayout(0, 2000, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const limit = "200" // 2,000 WCU at time scale 0.1
+		for i, row := range rows {
+			n, sharded := 1, i > 0
+			if sharded {
+				n = quickN[i-1]
+			}
+			keys := []string{fmt.Sprintf("pday%d", i)}
+			if sharded {
+				keys = slices.Collect(shard.Keys(keys[0], n))
+			}
+			counts := make([]string, layout.Len())
+			perPart := make([]int, layout.Len())
+			for _, k := range keys {
+				h, err := partition.KeyHash(&types.AttributeValueMemberS{Value: k})
+				if err != nil {
+					t.Fatal(err)
+				}
+				perPart[layout.Find(h)]++
+			}
+			for j, c := range perPart {
+				counts[j] = fmt.Sprint(c)
+			}
+			want := map[string]string{
+				"keys": map[bool]string{false: "unsharded", true: "sharded"}[sharded], "N": fmt.Sprint(n),
+				"limit: table WCU": limit, "keys per partition": strings.Join(counts, " / "),
+			}
+			for col, w := range want {
+				if row[col] != w {
+					t.Errorf("row %d: %s = %q, want %q", i, col, row[col], w)
+				}
+			}
+			if got := strings.Count(row["items/s per partition"], "/"); got != layout.Len()-1 {
+				t.Errorf("row %d: items/s per partition %q, want %d figures", i, row["items/s per partition"], layout.Len())
+			}
+		}
+		checkPNG(t, filepath.Join(dir, "writes_partitions.png"))
+	})
+	if pts := partLimitLine(1, 200, 400); len(pts) < 2 || pts[0].Y != 400 || pts[len(pts)-1].Y != 400 || pts[len(pts)-1].X != 200 {
+		t.Errorf("partLimitLine(1, 200, 400) = %v, want flat at 400 from 1 to 200", pts)
+	}
+}
+
+// sectionRows returns the rows of the first table after the heading that
+// starts with prefix, as column name → cell.
+func sectionRows(t *testing.T, md, prefix string) []map[string]string {
+	t.Helper()
+	_, rest, ok := strings.Cut(md, "\n"+prefix)
+	if !ok {
+		t.Fatalf("no section %q in:\n%s", prefix, md)
+	}
+	var header []string
+	var rows []map[string]string
+	for _, line := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if header != nil {
+				break
+			}
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		switch {
+		case header == nil:
+			header = cells
+		case strings.HasPrefix(cells[0], "---"):
+		default:
+			row := map[string]string{}
+			for i, c := range cells {
+				row[header[i]] = c
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
 }

@@ -77,7 +77,10 @@ func (b *bencher) chunks(ctx context.Context) (*section, error) {
 	}
 	defer p.Close()
 	cl := b.client(p.URL(), 16)
-	store := chunk.New(cl, parents, chunkTable)
+	store, err := chunk.New(cl, parents, chunkTable)
+	if err != nil {
+		return sec, err
+	}
 	storeKey := func(rep int) chunk.Key {
 		return chunk.Key{PartitionName: "pk", Partition: &types.AttributeValueMemberS{Value: fmt.Sprintf("bench-payload-%d", rep)}}
 	}

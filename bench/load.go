@@ -83,7 +83,7 @@ func (b *bencher) load(ctx context.Context) (*section, error) {
 		run  func(ctx context.Context, cl shard.Client) (written int, err error)
 	}{
 		{"sorted", sortedBox, func(ctx context.Context, cl shard.Client) (int, error) {
-			tbl, err := shard.NewTable[benchItem](cl, table, "pk", "sk", st)
+			tbl, err := shard.NewTable[benchItem](cl, shard.Layout{Table: table, PartitionKey: "pk", SortKey: "sk", Strategy: st})
 			if err != nil {
 				return 0, err
 			}
@@ -110,7 +110,7 @@ func (b *bencher) load(ctx context.Context) (*section, error) {
 			return bs.Done, err
 		}},
 		{"interleaved", loaderBox, func(ctx context.Context, cl shard.Client) (int, error) {
-			tbl, err := shard.NewTable[benchItem](cl, table, "pk", "sk", st)
+			tbl, err := shard.NewTable[benchItem](cl, shard.Layout{Table: table, PartitionKey: "pk", SortKey: "sk", Strategy: st})
 			if err != nil {
 				return 0, err
 			}

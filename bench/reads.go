@@ -125,7 +125,7 @@ func (b *bencher) readStep(ctx context.Context, endpoint string, direct *dynamod
 	st := shard.Hash(n)
 	total := n * c.readItems
 	b.prog.status(fmt.Sprintf("N=%d: loading %d items", n, total))
-	tbl, err := shard.NewTable[benchItem](direct, table, "pk", "sk", st)
+	tbl, err := shard.NewTable[benchItem](direct, shard.Layout{Table: table, PartitionKey: "pk", SortKey: "sk", Strategy: st})
 	if err != nil {
 		return readResult{}, err
 	}
@@ -146,14 +146,20 @@ func (b *bencher) readStep(ctx context.Context, endpoint string, direct *dynamod
 	}
 	defer p.Close()
 	cl := b.client(p.URL(), n)
-	q := scatter.Query{Table: table, PartitionKey: "pk", SortKey: "sk", Base: base, Strategy: st}
-	def := scatter.New(cl)
-	all := scatter.New(cl, func(o *scatter.Options) { o.MaxConcurrency = n })
+	layout := shard.Layout{Table: table, PartitionKey: "pk", SortKey: "sk", Strategy: st}
+	def, err := scatter.New(cl, layout)
+	if err != nil {
+		return readResult{}, err
+	}
+	all, err := scatter.New(cl, layout, func(o *scatter.Options) { o.MaxConcurrency = n })
+	if err != nil {
+		return readResult{}, err
+	}
 
 	scatterRead := func(s *scatter.Scatter) func(context.Context) (int, error) {
 		return func(ctx context.Context) (int, error) {
 			got := 0
-			for _, err := range s.All(ctx, q) {
+			for _, err := range s.All(ctx, base) {
 				if err != nil {
 					return got, err
 				}

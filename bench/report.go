@@ -73,6 +73,10 @@ func (r *report) markdown(plotExt string) string {
 		"holding %s of unused capacity; writes are charged per started KB, reads per started 4 KB (half when eventually consistent); "+
 		"a request on a key in debt gets ProvisionedThroughputExceededException, a batch entry comes back unprocessed.\n",
 		fig(c.wcu), fig(c.rcu), c.burst)
+	if c.scenarios[7] {
+		fmt.Fprintf(&b, "- Scenario 7 uses the partition model instead: a provisioned table of %s WCU whose keys share its "+
+			"partitions' throughput, at time scale %g (its section states the model).\n", fig(c.partWCU), c.partScale)
+	}
 	backoff := "the SDK's default backoff"
 	if c.backoff > 0 {
 		backoff = fmt.Sprintf("full-jitter backoff from %s, capped at 1s", c.backoff)

@@ -219,72 +219,19 @@ func (b *bencher) writeStep(ctx context.Context, endpoint, table string, step, n
 		workers = max(8, c.workers)
 	}
 	cl := b.client(p.URL(), workers)
-	base := fmt.Sprintf("day%d", step)
-
-	var put func(ctx context.Context, id string) error
-	if sharded {
-		tbl, err := shard.NewTable[benchItem](cl, table, "pk", "sk", shard.Hash(n))
-		if err != nil {
-			return writeResult{}, err
-		}
-		put = func(ctx context.Context, id string) error {
-			return tbl.Put(ctx, base, benchItem{SK: id, Payload: benchPayload})
-		}
-	} else {
-		put = func(ctx context.Context, id string) error {
-			_, err := cl.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
-				"pk":      &types.AttributeValueMemberS{Value: base},
-				"sk":      &types.AttributeValueMemberS{Value: id},
-				"payload": &types.AttributeValueMemberS{Value: benchPayload},
-			}})
-			return err
-		}
+	put, err := dayPut(cl, shard.Layout{Table: table, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(n)},
+		fmt.Sprintf("day%d", step), sharded)
+	if err != nil {
+		return writeResult{}, err
 	}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var next, done, failed atomic.Int64
-	var errOnce sync.Once
-	var runErr error
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for runCtx.Err() == nil {
-				id := fmt.Sprintf("ORD-%08d", next.Add(1))
-				err := put(runCtx, id)
-				switch {
-				case err == nil:
-					done.Add(1)
-				case runCtx.Err() != nil:
-					return
-				case isThrottle(err):
-					failed.Add(1)
-				default:
-					errOnce.Do(func() { runErr = fmt.Errorf("put %s: %w", id, err) })
-					cancel()
-					return
-				}
-			}
-		}()
-	}
-	label := "unsharded"
-	if sharded {
-		label = fmt.Sprintf("N=%d", n)
-	}
-	start := time.Now()
-	b.prog.statusLive(fmt.Sprintf("%s, %d writers", label, workers), func() string {
-		return fmt.Sprintf("%d items, %.0f/s", done.Load(), float64(done.Load())/time.Since(start).Seconds())
-	})
-
+	w := b.startWriters(ctx, stepLabel(n, sharded), workers, put)
 	var r writeResult
-	if sleepCtx(runCtx, c.warmup) {
-		f0 := failed.Load()
+	if sleepCtx(w.ctx, c.warmup) {
+		f0 := w.failed.Load()
 		p.ResetStats()
 		s0 := sampleCPU()
-		if sleepCtx(runCtx, c.duration) {
-			f1 := failed.Load()
+		if sleepCtx(w.ctx, c.duration) {
+			f1 := w.failed.Load()
 			st := p.Stats()
 			s1 := sampleCPU()
 			secs := s1.at.Sub(s0.at).Seconds()
@@ -298,15 +245,94 @@ func (b *bencher) writeStep(ctx context.Context, endpoint, table string, step, n
 			}
 		}
 	}
-	cancel()
-	wg.Wait()
-	if runErr != nil {
-		return r, runErr
-	}
-	if err := ctx.Err(); err != nil {
+	if err := w.stop(); err != nil {
 		return r, err
 	}
-	return r, nil
+	return r, ctx.Err()
+}
+
+func stepLabel(n int, sharded bool) string {
+	if sharded {
+		return fmt.Sprintf("N=%d", n)
+	}
+	return "unsharded"
+}
+
+// dayPut returns a function writing one benchItem with id under the
+// logical key base: sharded with shard.Table.Put and l, or unsharded, a
+// plain PutItem on the partition-key value base.
+func dayPut(cl *dynamodb.Client, l shard.Layout, base string, sharded bool) (func(ctx context.Context, id string) error, error) {
+	if sharded {
+		tbl, err := shard.NewTable[benchItem](cl, l)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, id string) error {
+			return tbl.Put(ctx, base, benchItem{SK: id, Payload: benchPayload})
+		}, nil
+	}
+	return func(ctx context.Context, id string) error {
+		_, err := cl.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.Table), Item: map[string]types.AttributeValue{
+			l.PartitionKey: &types.AttributeValueMemberS{Value: base},
+			l.SortKey:      &types.AttributeValueMemberS{Value: id},
+			"payload":      &types.AttributeValueMemberS{Value: benchPayload},
+		}})
+		return err
+	}, nil
+}
+
+// writers is a pool of goroutines writing fresh ids ("ORD-00000001", …)
+// as fast as they can. A write still throttled after the SDK's retries
+// counts as failed; any other error stops the pool.
+type writers struct {
+	ctx          context.Context // cancelled by stop or by an error
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+	done, failed atomic.Int64
+	errOnce      sync.Once
+	err          error
+}
+
+// startWriters starts n writers calling put, and a live progress line.
+func (b *bencher) startWriters(ctx context.Context, label string, n int, put func(ctx context.Context, id string) error) *writers {
+	w := &writers{}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	var next atomic.Int64
+	for range n {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for w.ctx.Err() == nil {
+				id := fmt.Sprintf("ORD-%08d", next.Add(1))
+				err := put(w.ctx, id)
+				switch {
+				case err == nil:
+					w.done.Add(1)
+				case w.ctx.Err() != nil:
+					return
+				case isThrottle(err):
+					w.failed.Add(1)
+				default:
+					w.errOnce.Do(func() { w.err = fmt.Errorf("put %s: %w", id, err) })
+					w.cancel()
+					return
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	b.prog.statusLive(fmt.Sprintf("%s, %d writers", label, n), func() string {
+		return fmt.Sprintf("%d items, %.0f/s", w.done.Load(), float64(w.done.Load())/time.Since(start).Seconds())
+	})
+	return w
+}
+
+// stop stops the writers, waits for them and returns the first error one
+// of them met.
+func (w *writers) stop() error {
+	w.cancel()
+	w.wg.Wait()
+	return w.err
 }
 
 // sleepCtx sleeps for d and reports whether ctx is still live.

@@ -43,7 +43,8 @@ const benchSize = 64 << 20
 
 type benchEnv struct {
 	e       *env
-	h       *hookClient // direct, counting requests
+	c       *dynamodb.Client // direct, its requests counted by h
+	h       *probe
 	proxied Client
 	proxy   *faultproxy.Proxy
 	st      *Store
@@ -61,10 +62,11 @@ func newBenchEnv(b *testing.B) *benchEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { proxy.Close() })
-	h := newHookClient(robustClient(srv.Endpoint))
+	h := newProbe()
+	c := robustClient(srv.Endpoint, h.option)
 	b.Logf("server %s, GOMAXPROCS %d", srv.Kind, runtime.GOMAXPROCS(0))
-	be := &benchEnv{e: e, h: h, proxied: robustClient(proxy.URL()), proxy: proxy,
-		st: New(h, e.parents, e.chunks), data: payload(benchSize, 1, false)}
+	be := &benchEnv{e: e, c: c, h: h, proxied: robustClient(proxy.URL()), proxy: proxy,
+		st: newStore(b, c, e.parents, e.chunks), data: payload(benchSize, 1, false)}
 	// Warm the server (a JVM for DynamoDB Local) so that the first
 	// sub-benchmark is not charged for it.
 	ctx := context.Background()
@@ -215,7 +217,7 @@ func BenchmarkPut64MiB(b *testing.B) {
 			b.StartTimer()
 		}
 		units := be.measure(b, true, func(c Client) {
-			st := New(c, be.e.parents, be.e.chunks)
+			st := newStore(b, c, be.e.parents, be.e.chunks)
 			if _, err := st.Put(ctx, sKey(fmt.Sprint("units-", time.Now().UnixNano())), be.data); err != nil {
 				b.Fatal(err)
 			}
@@ -241,7 +243,7 @@ func BenchmarkPut64MiB(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			items := be.chunkItems(b, sKey(fmt.Sprint("raw-", i)), newVersion(time.Now()))
 			be.h.reset()
-			peak = max(peak, peakHeap(func() { writeItems(b, be.h, items) }))
+			peak = max(peak, peakHeap(func() { writeItems(b, be.c, items) }))
 			requests += be.h.total()
 			be.clear(b, items)
 		}
@@ -263,7 +265,7 @@ func BenchmarkPut64MiB(b *testing.B) {
 		var peak uint64
 		for i := 0; b.Loop(); i++ {
 			items := be.chunkItems(b, sKey(fmt.Sprint("naive-", i)), newVersion(time.Now()))
-			peak = max(peak, peakHeap(func() { putItems(b, be.h.Client.(*dynamodb.Client), items) }))
+			peak = max(peak, peakHeap(func() { putItems(b, be.c, items) }))
 			be.clear(b, items)
 		}
 		units := be.measure(b, true, func(c Client) {
@@ -300,7 +302,7 @@ func BenchmarkGet64MiB(b *testing.B) {
 			peak = max(peak, peakHeap(func() { get(be.st) }))
 			requests += be.h.total()
 		}
-		units := be.measure(b, false, func(c Client) { get(New(c, be.e.parents, be.e.chunks)) })
+		units := be.measure(b, false, func(c Client) { get(newStore(b, c, be.e.parents, be.e.chunks)) })
 		be.report(b, requests, 1+(info.Chunks+39)/40, units, minRead, peak)
 	})
 
@@ -320,7 +322,7 @@ func BenchmarkGet64MiB(b *testing.B) {
 		b.ReportAllocs()
 		var peak uint64
 		for b.Loop() {
-			peak = max(peak, peakHeap(func() { getItems(b, be.h.Client.(*dynamodb.Client)) }))
+			peak = max(peak, peakHeap(func() { getItems(b, be.c) }))
 		}
 		units := be.measure(b, false, func(c Client) { getItems(b, c.(*dynamodb.Client)) })
 		be.report(b, b.N*info.Chunks, info.Chunks, units, minRead, peak)

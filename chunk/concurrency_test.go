@@ -75,9 +75,11 @@ func TestConcurrentHistory(t *testing.T) {
 		pc := robustClient(proxy.URL())
 		const grace = 3 * time.Second
 		mk := func(c Compression) *Store {
-			st := New(pc, e.parents, e.chunks, func(o *Options) {
+			// Linearizable reads need consistent reads of the parent.
+			st := newStore(t, pc, e.parents, e.chunks, func(o *Options) {
 				o.ChunkSize, o.InlineLimit, o.Compression = 512, 64, c
 				o.Grace, o.ReadAttempts, o.MaxConcurrency = grace, 10, 2
+				o.ConsistentRead = true
 			})
 			st.flipDelay = 2 * time.Millisecond
 			return st
@@ -189,7 +191,7 @@ func TestConcurrentHistory(t *testing.T) {
 		// Quiet again: after a late sweep the chunk table holds exactly the
 		// current versions' chunks, and every key reads whole.
 		proxy.Set(faultproxy.Config{})
-		late := New(pc, e.parents, e.chunks, func(o *Options) { o.Grace = grace })
+		late := newStore(t, pc, e.parents, e.chunks, func(o *Options) { o.Grace = grace; o.ConsistentRead = true })
 		late.now = later(late)
 		if _, err := late.Sweep(context.Background()); err != nil {
 			t.Fatal(err)

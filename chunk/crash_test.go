@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,9 +43,9 @@ func later(st *Store) func() time.Time {
 func TestWriterStopped(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
-		h := newHookClient(e.c)
+		c, h := e.countingClient()
 		opts := func(o *Options) { o.ChunkSize = 1000; o.InlineLimit = 100; o.MaxConcurrency = 1 }
-		st := New(h, e.parents, e.chunks, opts)
+		st := newStore(t, c, e.parents, e.chunks, opts)
 		ctx := context.Background()
 		newData := payload(60_000, 2, false) // 60 chunks: 3 BatchWriteItem requests of 25, 25, 10
 		const batches = 3
@@ -73,27 +74,25 @@ func TestWriterStopped(t *testing.T) {
 				pctx, cancel := context.WithCancel(ctx)
 				defer cancel()
 				h.reset()
-				h.before = func(c context.Context, op string, n int) context.Context {
+				var updated atomic.Bool
+				h.hooks(func(op string, n int) {
 					if op == sp.op && n == sp.n && !sp.post {
 						cancel()
 					}
-					return nil
-				}
-				updated := false
-				h.after = func(op string, n int, err error) {
+				}, func(op string, n int, err error) {
 					if op == sp.op && n == sp.n && sp.post {
 						cancel()
 					}
 					if op == "UpdateItem" && !errors.Is(err, context.Canceled) {
-						updated = true
+						updated.Store(true)
 					}
-				}
+				})
 				_, err = st.Put(pctx, key, newData)
-				h.before, h.after = nil, nil
+				h.hooks(nil, nil)
 				if !errors.Is(err, context.Canceled) || errors.Is(err, ErrConflict) {
 					t.Fatalf("put: got %v, want context.Canceled", err)
 				}
-				if updated {
+				if updated.Load() {
 					t.Errorf("the parent update was sent")
 				}
 				got, info, err := st.Get(ctx, key)
@@ -119,7 +118,7 @@ func TestWriterStopped(t *testing.T) {
 				if diff := cmp.Diff(before, e.keysOf(t, key)); diff != "" {
 					t.Errorf("sweep within Grace changed chunks (-before +after):\n%s", diff)
 				}
-				late := New(h, e.parents, e.chunks, opts)
+				late := newStore(t, c, e.parents, e.chunks, opts)
 				late.now = later(late)
 				stats, err = late.Sweep(ctx)
 				if err != nil {
@@ -142,8 +141,8 @@ func TestWriterStopped(t *testing.T) {
 
 // stalled returns a Store whose Puts wait before their parent update
 // until release is closed, after signalling on reached.
-func stalled(e *env, opts func(*Options)) (st *Store, reached chan struct{}, release chan struct{}) {
-	st = e.store(opts)
+func stalled(t testing.TB, e *env, opts func(*Options)) (st *Store, reached chan struct{}, release chan struct{}) {
+	st = e.store(t, opts)
 	reached, release = make(chan struct{}), make(chan struct{})
 	st.beforeFlip = func(ctx context.Context) error {
 		close(reached)
@@ -163,13 +162,13 @@ func TestStaleFlip(t *testing.T) {
 		for _, initial := range []bool{true, false} {
 			t.Run(fmt.Sprint("initial=", initial), func(t *testing.T) {
 				key := sKey(fmt.Sprint("stale", initial))
-				fresh := e.store(opts)
+				fresh := e.store(t, opts)
 				if initial {
 					if _, err := fresh.Put(ctx, key, payload(5000, 1, false)); err != nil {
 						t.Fatal(err)
 					}
 				}
-				slow, reached, release := stalled(e, opts)
+				slow, reached, release := stalled(t, e, opts)
 				done := make(chan error, 1)
 				go func() {
 					_, err := slow.Put(ctx, key, payload(7000, 2, false))
@@ -203,7 +202,7 @@ func TestFlipTooLate(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		ctx := context.Background()
-		st := e.store(func(o *Options) { o.ChunkSize = 1000 })
+		st := e.store(t, func(o *Options) { o.ChunkSize = 1000 })
 		key := sKey("late")
 		oldData := payload(3000, 1, false)
 		old, err := st.Put(ctx, key, oldData)
@@ -235,12 +234,12 @@ func TestDeleteNoResurrection(t *testing.T) {
 		e := newEnv(t, srv)
 		opts := func(o *Options) { o.ChunkSize = 1000 }
 		ctx := context.Background()
-		st := e.store(opts)
+		st := e.store(t, opts)
 		key := sKey("del")
 		if _, err := st.Put(ctx, key, payload(5000, 1, false)); err != nil {
 			t.Fatal(err)
 		}
-		slow, reached, release := stalled(e, opts)
+		slow, reached, release := stalled(t, e, opts)
 		done := make(chan error, 1)
 		go func() {
 			_, err := slow.Put(ctx, key, payload(6000, 2, false))
@@ -290,7 +289,7 @@ func TestAmbiguousFlip(t *testing.T) {
 		for i, tt := range tests {
 			for _, initial := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/initial=%v", tt.name, initial), func(t *testing.T) {
-					st := New(pc, e.parents, e.chunks, func(o *Options) { o.ChunkSize = 1000 })
+					st := newStore(t, pc, e.parents, e.chunks, func(o *Options) { o.ChunkSize = 1000 })
 					st.flipDelay = 100 * time.Microsecond
 					key := sKey(fmt.Sprint("amb", i, initial))
 					var old Info
@@ -332,7 +331,7 @@ func TestAmbiguousFlip(t *testing.T) {
 					}
 					// Whatever chunks are left are the new version's orphans,
 					// and go with a late sweep.
-					late := New(pc, e.parents, e.chunks, func(o *Options) { o.ChunkSize = 1000 })
+					late := newStore(t, pc, e.parents, e.chunks, func(o *Options) { o.ChunkSize = 1000 })
 					late.now = later(late)
 					if _, err := late.Sweep(ctx); err != nil {
 						t.Fatal(err)

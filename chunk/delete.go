@@ -17,29 +17,33 @@ import (
 // ErrConflict instead of bringing it back. If a Put replaces the version
 // between Delete's read and its delete, Delete starts over with the new
 // one, up to Options.ReadAttempts times, then fails with ErrConflict.
+// optFns change the Store's Options for this call (ReadAttempts,
+// RetainOld, MaxConcurrency); Delete reads the parent consistently
+// whatever ConsistentRead says.
 //
-// Delete returns ErrNotFound if key holds no payload. Chunks it cannot
-// delete (ctx cancelled, errors) are left to Sweep; the payload is deleted
-// all the same once the parent is.
-func (s *Store) Delete(ctx context.Context, key Key) error {
+// Deleting a key that holds no payload (no parent item, or one without a
+// payload, which is left as it is) succeeds and returns nil, as DynamoDB's
+// DeleteItem does. Chunks Delete cannot delete (ctx cancelled, errors) are
+// left to Sweep; the payload is deleted all the same once the parent is.
+func (s *Store) Delete(ctx context.Context, key Key, optFns ...func(*Options)) error {
+	s, err := s.begin(ctx, "Delete", optFns)
+	if err != nil {
+		return err
+	}
 	prefix, err := s.keyPrefix(key)
 	if err != nil {
 		return err
 	}
-	tried := false
 	for attempt := 0; attempt < s.opts.ReadAttempts; attempt++ {
 		cur, err := s.readCurrent(ctx, key)
 		if err != nil {
 			return err
 		}
 		if !cur.exists {
-			if tried {
-				// Our earlier attempt, or someone else, deleted it.
-				return nil
-			}
-			return fmt.Errorf("%w: key %v", ErrNotFound, key)
+			// Never there, or deleted by our earlier attempt or by someone
+			// else: either way it is gone.
+			return nil
 		}
-		tried = true
 		_, err = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName:                 &s.parents,
 			Key:                       key.item(),

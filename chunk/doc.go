@@ -5,6 +5,17 @@
 // BatchGetItem. Readers never see a mix of two versions or a truncated
 // payload, whatever fails and whoever writes concurrently.
 //
+//	st, err := chunk.New(client, "Thread", "ThreadChunks") // ErrInvalid for a nil client or a bad option
+//	info, err := st.Put(ctx, key, body)
+//	got, info, err := st.Get(ctx, key) // the parent read eventually consistently
+//	got, info, err = st.Get(ctx, key, func(o *chunk.Options) { o.ConsistentRead = true })
+//
+// New takes the SDK's shape: the client and the required names positional,
+// everything else in Options through optFns, every field's zero value its
+// default. Get, Open, Stat, Resolve and Delete take optFns too, applied to
+// a copy of the Store's Options for that call only; Put and PutReader take
+// PutOptions (Attributes, Condition), Sweep SweepOptions.
+//
 // # Model
 //
 // A parent item lives in the caller's table, under any key schema, next to
@@ -70,21 +81,36 @@
 //
 // # Reading
 //
-// Get and Open read the parent (consistently, unless
-// Options.EventuallyConsistent), then exactly that version's chunks with
-// BatchGetItem, in groups that fit one 16 MB response (40 chunks at the
-// default ChunkSize), up to Options.MaxConcurrency requests in parallel.
-// Chunks are read eventually consistently (they never change once written);
-// a missing one is read again consistently, then the parent is read again:
-// a new version means start over, the same version means the payload is
-// damaged (*CorruptError). Length, chunk count and SHA-256 of the whole
-// payload are checked before Get returns and before a Reader's final
-// io.EOF.
+// Get, Open and Stat read the parent eventually consistently by default
+// (half the cost of a consistent read; set Options.ConsistentRead, for the
+// Store or for one call, for a strongly consistent read). Right after a
+// write, an eventually consistent read may still return the payload that
+// was replaced, or ErrNotFound after the first Put; never a mix, never
+// bytes no Put stored. Get and Open then read exactly that version's chunks
+// with BatchGetItem. Each request asks for as many chunks as one 16 MB
+// response can return whole (40 at the default ChunkSize; at most 100
+// keys), and a window of at most 32 MiB of stored bytes bounds how many
+// such requests are in flight at once: two at the default ChunkSize, at
+// least one, at most Options.MaxConcurrency. The next window is fetched
+// only once the last one has been read, so a Reader holds at most 32 MiB of
+// chunks; Get holds the payload it returns besides, in a buffer that grows
+// with the bytes that arrive. A parent whose sizes contradict each other or
+// its chunk count is a *CorruptError before any chunk is read. Chunks are
+// read eventually consistently (they never change once written); a missing
+// one is read again consistently, then the parent is read again,
+// consistently: a new version means start over, the same version means the
+// payload is damaged (*CorruptError). Length, chunk count and SHA-256 of
+// the whole payload are checked before Get returns and before a Reader's
+// final io.EOF. Once the ctx of Get or Open is done, no more bytes are
+// returned, even from chunks already fetched: Read fails with its error.
 //
-// Delete removes the parent first, conditional on the version it read, and
-// then that version's chunks: a reader can never follow a parent to chunks
-// that are gone for good, and a Put that started from the deleted version
-// fails instead of resurrecting it.
+// Delete removes the parent first, conditional on the version it read
+// consistently, and then that version's chunks: a reader can never follow
+// a parent to chunks that are gone for good, and a Put that started from
+// the deleted version fails instead of resurrecting it. Deleting a key that
+// holds no payload returns nil, as DynamoDB's DeleteItem does (and
+// shard.Table.Delete, and package repo): a Delete that is retried, or races
+// another, succeeds.
 //
 // # Sweeping
 //
@@ -105,10 +131,12 @@
 // "#<version>#<seq>" in the chunk table's 2,048-byte partition key (2,016
 // bytes of rendered key at the default sizes), or Put fails with
 // ErrInvalidKey before any request. Payloads above Options.MaxSize (1 GiB by
-// default) fail with ErrTooLarge, before any write when the size is known.
-// A 64 MiB payload is 171 chunks: 7 BatchWriteItem requests and one
-// UpdateItem to write (plus one GetItem), one GetItem and 5 BatchGetItem
-// requests to read.
+// default) fail with ErrTooLarge, before any write when the size is known;
+// so do caller attributes that would take the parent item over the item
+// limit, before any request. A 64 MiB payload is 171 chunks: 7
+// BatchWriteItem requests and one UpdateItem to write (plus one GetItem),
+// one GetItem and 5 BatchGetItem requests to read (the fewest possible:
+// 4 of 40 chunks and one of 11, in 3 windows of 2, 2 and 1 requests).
 //
 // # Failure modes
 //
@@ -123,13 +151,37 @@
 //   - Chunks deleted under a reader: the reader restarts with the new
 //     version (bounded by Options.ReadAttempts), or a streaming Reader that
 //     has already returned bytes fails with ErrConflict.
-//   - Damaged data (a chunk missing for good, a flipped byte, bad gzip):
-//     *CorruptError, never wrong bytes from Get.
+//   - Damaged data (a chunk missing for good, a flipped byte, bad gzip, a
+//     parent whose sizes contradict each other): *CorruptError, never wrong
+//     bytes from Get, whose memory follows the bytes that arrive, not the
+//     size a parent claims.
+//   - Input no call can take: an error matching ErrInvalid that names it,
+//     before any request, never a panic. New returns one for a nil client
+//     (also a typed nil), an empty or repeated table name and every option
+//     it cannot work with; calls for a nil ctx, a nil or typed-nil reader,
+//     a nil value among caller attributes or in a condition, per-call
+//     options New would refuse. ErrInvalidKey, ErrTooLarge and ErrReserved
+//     are finer kinds of it.
 //   - Throttling and unprocessed batch items: retried with capped,
-//     jittered backoff; a call gives up after ten rounds without progress.
-//     Keep the SDK's own retries on; for many concurrent callers, a client
-//     whose retryer has no retry quota (ratelimit.None) and a few more
-//     attempts avoids "retry quota exceeded" failures under throttling.
+//     jittered backoff; the batch engine gives up after ten seconds
+//     without progress. The parent flip, which runs with the SDK's retries
+//     off, tells throttles (retry.DefaultThrottles) from other failures
+//     and backs off the same way, up to ten attempts. Keep the SDK's own
+//     retries on; for many concurrent callers, a client whose retryer has
+//     no retry quota (dynashard.RetryForFanOut) avoids "retry quota
+//     exceeded" failures under throttling.
+//
+// # Errors
+//
+// Errors match, with errors.Is, one of three families shared by every
+// dynashard package (chunk.ErrNotFound is shard.ErrNotFound is
+// dynashard.ErrNotFound): ErrInvalid (input rejected before any request),
+// ErrNotFound (no payload under the key: Get, Open, Stat, Resolve) and
+// ErrConflict (a concurrent write won). ErrInvalidKey, ErrTooLarge and
+// ErrReserved match ErrInvalid as well; ErrCorrupt (a *CorruptError)
+// belongs to no family. SDK errors are wrapped once, so errors.As finds
+// them. Any other error from Put leaves its outcome unknown, as for any
+// DynamoDB write.
 //
 // A Store is safe for concurrent use. Every call waits for the requests it
 // started before returning.

@@ -73,10 +73,10 @@ func (s *Store) deleteSeq(ctx context.Context, keys iter.Seq[string]) error {
 	return err
 }
 
-// groupSize is how many chunks of one key one BatchGetItem request can
-// return whole.
-func (s *Store) groupSize(overhead int) int {
-	return max(1, min(maxBatchGetKeys, maxBatchGetBytes/(s.opts.ChunkSize+overhead)))
+// groupSize is how many chunk items of up to item bytes one BatchGetItem
+// request can return whole: 40 at the default ChunkSize.
+func groupSize(item int64) int {
+	return int(max(1, min(maxBatchGetKeys, maxBatchGetBytes/item)))
 }
 
 // getChunks reads the chunks with the given keys, group keys per request,
@@ -105,11 +105,11 @@ func (s *Store) getChunks(ctx context.Context, keys []string, group int, consist
 			mu.Lock()
 			defer mu.Unlock()
 			for _, it := range items {
-				k, ok := it.Item[s.opts.ChunkKeyAttribute].(*types.AttributeValueMemberS)
+				k, ok := asS(it.Item[s.opts.ChunkKeyAttribute])
 				if !ok {
 					continue
 				}
-				d, ok := it.Item[attrData].(*types.AttributeValueMemberB)
+				d, ok := asB(it.Item[attrData])
 				if !ok {
 					// Present but malformed: reported as corrupt by the caller.
 					found[k.Value] = nil

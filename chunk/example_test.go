@@ -8,40 +8,49 @@ import (
 	"log"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/chunk"
-	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/dynashardtest"
 )
 
-// tables creates a parent table (ForumName, Subject) and a chunk table on
-// the local test server and returns a client, their names and a clean-up.
-// In production the tables exist already: only the client and the names
-// matter.
+// tables starts a local DynamoDB with the public test kit and creates a
+// parent table (ForumName, Subject) and a chunk table (ChunkKey) on it. It
+// returns a client, the tables' names and a clean-up that deletes the
+// tables and releases the server. In production the tables exist already:
+// only the client and the names matter.
 func tables() (c *dynamodb.Client, parents, chunks string, cleanup func()) {
 	ctx := context.Background()
-	srv, err := ddbtest.Default()
+	srv, err := dynashardtest.NewServer()
 	if err != nil {
 		log.Fatal(err)
 	}
-	c = srv.Client()
-	mk := func(keys ...string) string {
-		in, err := ddbtest.TableInput(keys...)
-		if err != nil {
+	create := func(name string, keys ...string) {
+		in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
+		for i, k := range keys {
+			kind := types.KeyTypeHash
+			if i > 0 {
+				kind = types.KeyTypeRange
+			}
+			in.AttributeDefinitions = append(in.AttributeDefinitions,
+				types.AttributeDefinition{AttributeName: aws.String(k), AttributeType: types.ScalarAttributeTypeS})
+			in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k), KeyType: kind})
+		}
+		if err := srv.CreateTable(ctx, in); err != nil {
 			log.Fatal(err)
 		}
-		name, err := srv.NewTable(ctx, in)
-		if err != nil {
-			log.Fatal(err)
-		}
-		return name
 	}
-	parents, chunks = mk("ForumName:S", "Subject:S"), mk("ChunkKey:S")
+	parents, chunks = "Thread", "ThreadChunks"
+	create(parents, "ForumName", "Subject")
+	create(chunks, chunk.DefaultChunkKeyAttribute)
+	c = srv.Client()
 	return c, parents, chunks, func() {
 		for _, t := range []string{parents, chunks} {
 			c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &t})
 		}
+		srv.Close()
 	}
 }
 
@@ -50,7 +59,10 @@ func Example() {
 	defer cleanup()
 	ctx := context.Background()
 
-	st := chunk.New(c, parents, chunks)
+	st, err := chunk.New(c, parents, chunks)
+	if err != nil {
+		log.Fatal(err)
+	}
 	key := chunk.Key{
 		PartitionName: "ForumName", Partition: &types.AttributeValueMemberS{Value: "DynamoDB"},
 		SortName: "Subject", Sort: &types.AttributeValueMemberS{Value: "Thread1"},
@@ -63,7 +75,9 @@ func Example() {
 	}
 	fmt.Println("stored", info.Size, "bytes in", info.Chunks, "chunks")
 
-	got, _, err := st.Get(ctx, key)
+	// Reads of the parent are eventually consistent unless asked otherwise,
+	// here for this one call.
+	got, _, err := st.Get(ctx, key, func(o *chunk.Options) { o.ConsistentRead = true })
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -80,7 +94,10 @@ func ExampleStore_PutReader() {
 	defer cleanup()
 	ctx := context.Background()
 
-	st := chunk.New(c, parents, chunks, func(o *chunk.Options) { o.Compression = chunk.Gzip })
+	st, err := chunk.New(c, parents, chunks, func(o *chunk.Options) { o.Compression = chunk.Gzip })
+	if err != nil {
+		log.Fatal(err)
+	}
 	key := chunk.Key{
 		PartitionName: "ForumName", Partition: &types.AttributeValueMemberS{Value: "DynamoDB"},
 		SortName: "Subject", Sort: &types.AttributeValueMemberS{Value: "Thread2"},
@@ -91,7 +108,7 @@ func ExampleStore_PutReader() {
 	}
 	text := strings.Repeat("line of a very long log\n", 200_000) // 4.8 MB
 	body := io.MultiReader(strings.NewReader(text))              // of unknown length
-	_, err := st.PutReader(ctx, key, body,
+	_, err = st.PutReader(ctx, key, body,
 		func(o *chunk.PutOptions) { o.Attributes = meta{Author: "ann", Lines: 200_000} })
 	if err != nil {
 		log.Fatal(err)
@@ -123,7 +140,10 @@ func ExampleStore_Stat() {
 	defer cleanup()
 	ctx := context.Background()
 
-	st := chunk.New(c, parents, chunks)
+	st, err := chunk.New(c, parents, chunks)
+	if err != nil {
+		log.Fatal(err)
+	}
 	key := chunk.Key{
 		PartitionName: "ForumName", Partition: &types.AttributeValueMemberS{Value: "S3"},
 		SortName: "Subject", Sort: &types.AttributeValueMemberS{Value: "Thread1"},

@@ -17,10 +17,16 @@ import (
 // SHA-256 match the parent item, so it is exactly what one Put stored. If
 // the version it reads is replaced and its chunks deleted while it reads,
 // Get starts again with the new one, at most Options.ReadAttempts times,
-// then fails with ErrConflict. It returns ErrNotFound if key holds no
-// payload and a *CorruptError if the stored payload fails verification.
-func (s *Store) Get(ctx context.Context, key Key) ([]byte, Info, error) {
-	r, err := s.Open(ctx, key)
+// then fails with ErrConflict. It reads the parent eventually consistently
+// unless Options.ConsistentRead; optFns change the Store's Options for this
+// call. It returns ErrNotFound if key holds no payload and a *CorruptError
+// if the stored payload fails verification.
+func (s *Store) Get(ctx context.Context, key Key, optFns ...func(*Options)) ([]byte, Info, error) {
+	s, err := s.begin(ctx, "Get", optFns)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	r, err := s.open(ctx, key)
 	if err != nil {
 		return nil, Info{}, err
 	}
@@ -32,9 +38,14 @@ func (s *Store) Get(ctx context.Context, key Key) ([]byte, Info, error) {
 // costs no request, a chunked one only its chunks' BatchGetItems. The item
 // must be the parent stored under key, as DynamoDB returned it (a
 // projection must keep the store's attributes). If its version has been
-// replaced since, Resolve moves on to the current one, as Get does. It
-// returns ErrNotFound if the item holds no payload.
-func (s *Store) Resolve(ctx context.Context, key Key, item map[string]types.AttributeValue) ([]byte, Info, error) {
+// replaced since, Resolve moves on to the current one, as Get does. optFns
+// change the Store's Options for this call. It returns ErrNotFound if the
+// item holds no payload.
+func (s *Store) Resolve(ctx context.Context, key Key, item map[string]types.AttributeValue, optFns ...func(*Options)) ([]byte, Info, error) {
+	s, err := s.begin(ctx, "Resolve", optFns)
+	if err != nil {
+		return nil, Info{}, err
+	}
 	prefix, err := s.keyPrefix(key)
 	if err != nil {
 		return nil, Info{}, err
@@ -67,14 +78,20 @@ func (s *Store) readFull(r *Reader) ([]byte, Info, error) {
 	}
 }
 
-// readAll reads r to the end into a buffer sized for n bytes. (A Size
-// beyond what this store would write is not trusted for an allocation:
-// the buffer then grows as bytes really arrive.)
+// readAll reads r to the end, expecting n bytes. The buffer grows with
+// the bytes that arrive, doubling, but to no more than n+1 bytes while
+// that is enough (+1: the final read, which returns io.EOF, needs room
+// too): a size claimed by a damaged parent is never allocated ahead of the
+// data.
 func readAll(r io.Reader, n int64) ([]byte, error) {
-	buf := make([]byte, 0, n+1) // +1: the final read, which returns io.EOF, needs room too
+	buf := make([]byte, 0, min(n+1, 64<<10))
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			size := 2 * int64(cap(buf))
+			if int64(cap(buf)) < n+1 {
+				size = min(size, n+1)
+			}
+			buf = append(make([]byte, 0, size), buf...)
 		}
 		m, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
@@ -88,16 +105,26 @@ func readAll(r io.Reader, n int64) ([]byte, error) {
 }
 
 // Open returns a Reader streaming the payload stored under key, having read
-// the parent item (and nothing else) to fail early with ErrNotFound.
+// the parent item (and nothing else) to fail early with ErrNotFound. It
+// reads the parent eventually consistently unless Options.ConsistentRead;
+// optFns change the Store's Options for this call and its Reader.
 //
 // The Reader uses ctx for all its requests, until it is closed: like a
 // response body, it outlives the call that opened it.
-func (s *Store) Open(ctx context.Context, key Key) (*Reader, error) {
+func (s *Store) Open(ctx context.Context, key Key, optFns ...func(*Options)) (*Reader, error) {
+	s, err := s.begin(ctx, "Open", optFns)
+	if err != nil {
+		return nil, err
+	}
+	return s.open(ctx, key)
+}
+
+func (s *Store) open(ctx context.Context, key Key) (*Reader, error) {
 	prefix, err := s.keyPrefix(key)
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.readParent(ctx, key, !s.opts.EventuallyConsistent)
+	p, err := s.readParent(ctx, key, s.opts.ConsistentRead)
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +132,10 @@ func (s *Store) Open(ctx context.Context, key Key) (*Reader, error) {
 }
 
 func (s *Store) newReader(ctx context.Context, key Key, prefix string, p parent) *Reader {
-	_, overhead, err := s.chunkTemplate(key, prefix)
-	if err != nil {
-		// Chunks written with a smaller ChunkSize are still readable.
-		overhead = 0
-	}
-	r := &Reader{s: s, ctx: ctx, key: key, prefix: prefix, group: s.groupSize(overhead), attempts: 1}
+	// Chunks written by a Store with a smaller ChunkSize are readable even
+	// if this Store's ChunkSize is too large for key (an error here).
+	_, overhead, _ := s.chunkTemplate(key, prefix)
+	r := &Reader{s: s, ctx: ctx, key: key, prefix: prefix, overhead: overhead, attempts: 1}
 	r.reset(p)
 	return r
 }
@@ -118,8 +143,14 @@ func (s *Store) newReader(ctx context.Context, key Key, prefix string, p parent)
 // Reader streams one version of a stored payload. Bytes are returned as
 // they arrive, before the whole payload is verified: only a final io.EOF
 // (rather than a *CorruptError) confirms that the bytes read are the
-// payload. Chunks are fetched in windows of up to MaxConcurrency
-// BatchGetItem requests, so memory stays bounded whatever the size.
+// payload. Chunks are fetched in windows of at most 32 MiB of stored bytes,
+// each window read by BatchGetItem requests as full as DynamoDB allows (40
+// chunks at the default ChunkSize), in parallel, at most MaxConcurrency of
+// them; the next window is fetched only when the last one has been read: a
+// Reader holds at most one window of chunks, whatever the payload's size.
+//
+// Once the Reader's ctx is done, Read returns its error (wrapped) and no
+// more bytes, even from chunks already fetched.
 //
 // If the version is replaced and its chunks deleted before any byte has
 // been returned, the Reader moves to the new version (Info changes);
@@ -130,7 +161,7 @@ type Reader struct {
 	ctx      context.Context
 	key      Key
 	prefix   string
-	group    int // chunks per BatchGetItem request
+	overhead int // the most bytes a chunk item of key adds to its data
 	attempts int // versions tried
 
 	p         parent
@@ -188,6 +219,9 @@ func (r *Reader) reload() error {
 func (r *Reader) Read(b []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
+	}
+	if err := r.ctxErr(); err != nil {
+		return r.fail(err)
 	}
 	if r.dec == nil {
 		r.dec = storedStream{r}
@@ -252,6 +286,14 @@ func (r *Reader) fail(err error) (int, error) {
 	return 0, err
 }
 
+// ctxErr returns the Reader's ctx error, if ctx is done, as a stream error.
+func (r *Reader) ctxErr() error {
+	if err := r.ctx.Err(); err != nil {
+		return streamError{fmt.Errorf("chunk: get %v: %w", r.key, err)}
+	}
+	return nil
+}
+
 func (r *Reader) corrupt(seq int, why string) *CorruptError {
 	return &CorruptError{Key: r.key, Version: r.p.Version, Seq: seq, Reason: why}
 }
@@ -300,6 +342,9 @@ type storedStream struct{ r *Reader }
 func (s storedStream) Read(b []byte) (int, error) {
 	r := s.r
 	for len(r.cur) == 0 {
+		if err := r.ctxErr(); err != nil {
+			return 0, err
+		}
 		switch {
 		case len(r.window) > 0:
 			r.cur = r.window[0]
@@ -331,18 +376,41 @@ func (s storedStream) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// maxReadWindow bounds the stored bytes a Reader fetches at once: two
+// full BatchGetItem requests at the default ChunkSize (2 × 40 chunks of
+// 384 KiB), so that a 64 MiB payload takes the fewest requests possible
+// (5), two at a time.
+const maxReadWindow = 32 << 20
+
+// windowSize returns how many chunks one BatchGetItem request of the next
+// window asks for and how many such requests the window holds. A request
+// asks for as many chunks as one response can return whole (groupSize of
+// the largest chunk item the parent's sizes allow); the window holds as
+// many full requests as fit maxReadWindow bytes of chunks, at least one and
+// at most MaxConcurrency.
+func (r *Reader) windowSize() (perRequest, requests int) {
+	item := r.p.chunkBound() + int64(r.overhead)
+	perRequest = groupSize(item)
+	requests = int(min(int64(r.s.opts.MaxConcurrency), max(1, maxReadWindow/(int64(perRequest)*item))))
+	return perRequest, requests
+}
+
 // fetch reads the next window of chunks. A chunk that is missing is read
 // again consistently (it may be too new for an eventually consistent
 // read); if it is still missing the parent is read again: a new version
 // means ours was replaced, the same one means the payload is damaged.
 func (r *Reader) fetch() error {
 	s := r.s
-	last := min(r.p.Chunks, r.next+r.group*s.opts.MaxConcurrency-1)
+	perRequest, requests := r.windowSize()
+	last := min(r.p.Chunks, r.next+perRequest*requests-1)
 	keys := make([]string, 0, last-r.next+1)
 	for seq := r.next; seq <= last; seq++ {
 		keys = append(keys, chunkKey(r.prefix, r.p.Version, seq))
 	}
-	found, err := s.getChunks(r.ctx, keys, r.group, false)
+	// As few requests as the window's chunks need, evenly filled.
+	requests = (len(keys) + perRequest - 1) / perRequest
+	perRequest = (len(keys) + requests - 1) / requests
+	found, err := s.getChunks(r.ctx, keys, perRequest, false)
 	if err != nil {
 		return streamError{fmt.Errorf("chunk: get %v: reading chunks: %w", r.key, err)}
 	}
@@ -353,7 +421,7 @@ func (r *Reader) fetch() error {
 		}
 	}
 	if len(missing) > 0 {
-		again, err := s.getChunks(r.ctx, missing, r.group, true)
+		again, err := s.getChunks(r.ctx, missing, perRequest, true)
 		if err != nil {
 			return streamError{fmt.Errorf("chunk: get %v: reading chunks: %w", r.key, err)}
 		}

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 	"go.uber.org/goleak"
 
 	"github.com/dynashard/dynashard/internal/ddbtest"
@@ -53,20 +55,32 @@ func newEnv(t testing.TB, srv *ddbtest.Server, parentKeys ...string) *env {
 	return &env{srv: srv, c: srv.Client(), parents: srv.Table(t, parentKeys...), chunks: srv.Table(t, "ChunkKey:S")}
 }
 
-func (e *env) store(optFns ...func(*Options)) *Store {
-	return New(e.c, e.parents, e.chunks, optFns...)
+// store returns a Store on e's tables through e's client.
+func (e *env) store(t testing.TB, optFns ...func(*Options)) *Store {
+	t.Helper()
+	return newStore(t, e.c, e.parents, e.chunks, optFns...)
+}
+
+// newStore is New, failing the test on an error.
+func newStore(t testing.TB, c Client, parents, chunks string, optFns ...func(*Options)) *Store {
+	t.Helper()
+	st, err := New(c, parents, chunks, optFns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // robustClient is a client for an endpoint behind the fault proxy, set up
 // as the package documentation recommends: more attempts, no client-side
 // retry quota (which concurrent callers under faults would drain).
-func robustClient(endpoint string) *dynamodb.Client {
-	return localddb.NewClient(endpoint, func(o *dynamodb.Options) {
+func robustClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	return localddb.NewClient(endpoint, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(func(so *retry.StandardOptions) {
 			so.RateLimiter = ratelimit.None
 			so.MaxBackoff = 200 * time.Millisecond
 		}), 10)
-	})
+	}}, optFns...)...)
 }
 
 // chunkKeys returns every key in the chunk table, sorted.
@@ -106,101 +120,110 @@ func versionKeys(t testing.TB, key Key, info Info) []string {
 	return keys
 }
 
-// hookClient is the real client with hooks around each call, to count
-// requests and to stop a caller at a chosen point. It fakes nothing.
-type hookClient struct {
-	Client
-	mu     sync.Mutex
-	calls  map[string]int
-	before func(ctx context.Context, op string, n int) context.Context // n: 1-based count of op
+// probe counts the calls of a real SDK client by operation, and the chunk
+// bytes its BatchGetItem responses carry, and runs hooks around each call,
+// from a middleware in the client's Initialize step (once per call, the
+// SDK's retries inside it). Nothing is faked.
+type probe struct {
+	mu         sync.Mutex
+	calls      map[string]int
+	chunkBytes int64
+	consistent []bool // ConsistentRead of each GetItem, in order
+	// before runs as call n (1-based) of op starts, after as it returns.
+	before func(op string, n int)
 	after  func(op string, n int, err error)
 }
 
-func newHookClient(c Client) *hookClient { return &hookClient{Client: c, calls: map[string]int{}} }
+func newProbe() *probe { return &probe{calls: map[string]int{}} }
 
-func (h *hookClient) enter(ctx context.Context, op string) (context.Context, int) {
-	h.mu.Lock()
-	h.calls[op]++
-	n := h.calls[op]
-	before := h.before
-	h.mu.Unlock()
-	if before != nil {
-		if c := before(ctx, op, n); c != nil {
-			ctx = c
-		}
-	}
-	return ctx, n
+// option installs p in a client: pass it to ddbtest.Server.Client or
+// robustClient.
+func (p *probe) option(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, p.install) }
+
+// countingClient returns a client of e's server whose calls a probe sees.
+func (e *env) countingClient() (*dynamodb.Client, *probe) {
+	p := newProbe()
+	return e.srv.Client(p.option), p
 }
 
-func (h *hookClient) leave(op string, n int, err error) {
-	h.mu.Lock()
-	after := h.after
-	h.mu.Unlock()
-	if after != nil {
-		after(op, n, err)
-	}
+func (p *probe) install(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("chunkTestProbe",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			op := awsmiddleware.GetOperationName(ctx)
+			p.mu.Lock()
+			p.calls[op]++
+			n, before := p.calls[op], p.before
+			if get, ok := in.Parameters.(*dynamodb.GetItemInput); ok {
+				p.consistent = append(p.consistent, aws.ToBool(get.ConsistentRead))
+			}
+			p.mu.Unlock()
+			if before != nil {
+				before(op, n)
+			}
+			out, md, err := next.HandleInitialize(ctx, in)
+			var bytes int64
+			if res, ok := out.Result.(*dynamodb.BatchGetItemOutput); ok {
+				for _, items := range res.Responses {
+					for _, it := range items {
+						if d, ok := it[attrData].(*types.AttributeValueMemberB); ok {
+							bytes += int64(len(d.Value))
+						}
+					}
+				}
+			}
+			p.mu.Lock()
+			p.chunkBytes += bytes
+			after := p.after
+			p.mu.Unlock()
+			if after != nil {
+				after(op, n, err)
+			}
+			return out, md, err
+		}), middleware.After)
 }
 
-func (h *hookClient) count(op string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.calls[op]
+func (p *probe) count(op string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[op]
 }
 
-func (h *hookClient) total() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (p *probe) total() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	n := 0
-	for _, c := range h.calls {
+	for _, c := range p.calls {
 		n += c
 	}
 	return n
 }
 
-func (h *hookClient) reset() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	clear(h.calls)
+// fetched returns the chunk bytes BatchGetItem responses carried.
+func (p *probe) fetched() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.chunkBytes
 }
 
-func (h *hookClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	ctx, n := h.enter(ctx, "GetItem")
-	out, err := h.Client.GetItem(ctx, in, o...)
-	h.leave("GetItem", n, err)
-	return out, err
+func (p *probe) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.calls)
+	p.chunkBytes = 0
+	p.consistent = nil
 }
 
-func (h *hookClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	ctx, n := h.enter(ctx, "UpdateItem")
-	out, err := h.Client.UpdateItem(ctx, in, o...)
-	h.leave("UpdateItem", n, err)
-	return out, err
+// consistentReads returns the ConsistentRead of each GetItem since the
+// last reset.
+func (p *probe) consistentReads() []bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.consistent)
 }
 
-func (h *hookClient) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	ctx, n := h.enter(ctx, "DeleteItem")
-	out, err := h.Client.DeleteItem(ctx, in, o...)
-	h.leave("DeleteItem", n, err)
-	return out, err
-}
-
-func (h *hookClient) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	ctx, n := h.enter(ctx, "BatchWriteItem")
-	out, err := h.Client.BatchWriteItem(ctx, in, o...)
-	h.leave("BatchWriteItem", n, err)
-	return out, err
-}
-
-func (h *hookClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	ctx, n := h.enter(ctx, "BatchGetItem")
-	out, err := h.Client.BatchGetItem(ctx, in, o...)
-	h.leave("BatchGetItem", n, err)
-	return out, err
-}
-
-func (h *hookClient) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	ctx, n := h.enter(ctx, "Scan")
-	out, err := h.Client.Scan(ctx, in, o...)
-	h.leave("Scan", n, err)
-	return out, err
+// hooks sets the hooks; nil removes them.
+func (p *probe) hooks(before func(op string, n int), after func(op string, n int, err error)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.before, p.after = before, after
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // Key is the primary key of a parent item: its partition key and, for a
@@ -59,8 +60,8 @@ func (k Key) validate() error {
 	if k.PartitionName == "" {
 		return fmt.Errorf("%w: empty partition-key name", ErrInvalidKey)
 	}
-	if err := ddbsize.CheckKeyValue(k.PartitionName, k.Partition, false); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidKey, err)
+	if err := checkKeyValue(k.PartitionName, k.Partition, false); err != nil {
+		return err
 	}
 	switch {
 	case k.SortName == "" && k.Sort != nil:
@@ -69,9 +70,19 @@ func (k Key) validate() error {
 		if k.SortName == k.PartitionName {
 			return fmt.Errorf("%w: sort key and partition key both named %q", ErrInvalidKey, k.SortName)
 		}
-		if err := ddbsize.CheckKeyValue(k.SortName, k.Sort, true); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidKey, err)
-		}
+		return checkKeyValue(k.SortName, k.Sort, true)
+	}
+	return nil
+}
+
+// checkKeyValue checks one key value as DynamoDB would, a typed nil such as
+// (*types.AttributeValueMemberS)(nil) included.
+func checkKeyValue(name string, v types.AttributeValue, isSortKey bool) error {
+	if v != nil && errs.IsNil(v) {
+		return fmt.Errorf("%w: key attribute %q: nil %T", ErrInvalidKey, name, v)
+	}
+	if err := ddbsize.CheckKeyValue(name, v, isSortKey); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidKey, err)
 	}
 	return nil
 }

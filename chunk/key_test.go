@@ -46,7 +46,7 @@ func TestKeyPrefix(t *testing.T) {
 }
 
 func TestKeyInvalid(t *testing.T) {
-	s := New(dummyClient{}, "p", "c")
+	s := newStore(t, dummyClient{}, "p", "c")
 	tests := []struct {
 		name string
 		key  Key
@@ -78,7 +78,7 @@ func TestKeyInvalid(t *testing.T) {
 // key it produces: the longest chunk key must be exactly at the limit.
 func TestKeyLengthBudget(t *testing.T) {
 	for _, o := range []Options{{}, {MaxSize: 1}, {ChunkSize: 1000, MaxSize: 50 << 20}} {
-		s := New(dummyClient{}, "p", "c", func(p *Options) { *p = o })
+		s := newStore(t, dummyClient{}, "p", "c", func(p *Options) { *p = o })
 		longest := -1
 		for n := 1900; n <= 2048; n++ {
 			if _, err := s.keyPrefix(sKey(strings.Repeat("k", n))); err == nil {
@@ -102,7 +102,7 @@ func TestKeyLengthBudget(t *testing.T) {
 // (longest key values, longest names) and sizes it with DynamoDB's rules.
 func TestDefaultChunkSizeFits(t *testing.T) {
 	long := func(c byte, n int) string { return strings.Repeat(string(c), n) }
-	s := New(dummyClient{}, "p", "c", func(o *Options) { o.ChunkKeyAttribute = long('K', 255) })
+	s := newStore(t, dummyClient{}, "p", "c", func(o *Options) { o.ChunkKeyAttribute = long('K', 255) })
 	// The longest prefix with a partition key of 2048 bytes would be too
 	// long, so find the longest accepted split between sort and partition.
 	worst := 0
@@ -126,7 +126,7 @@ func TestDefaultChunkSizeFits(t *testing.T) {
 	if got := DefaultChunkSize + worst; got > 400_000 {
 		t.Errorf("largest chunk item %d bytes, want <= 400000 (40 per 16 MB BatchGetItem)", got)
 	}
-	if got := s.groupSize(worst); got != 40 {
+	if got := groupSize(int64(DefaultChunkSize + worst)); got != 40 {
 		t.Errorf("group size %d, want 40", got)
 	}
 }

@@ -6,19 +6,26 @@ import (
 	"io"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/localddb"
 )
 
 // TestRoundTrip64MiB stores and reads a 64 MiB payload (171 chunks) on both
 // servers (dynalite is no slower than DynamoDB Local at this size: 3-13 s
-// each on a loaded 2-core machine), from bytes and back from a Reader.
+// each on a loaded 2-core machine), from bytes and back from a Reader, and
+// checks the requests the package documentation promises: 1 GetItem, 7
+// BatchWriteItem and 1 UpdateItem to write; 1 GetItem and 5 BatchGetItem
+// (full requests of 40 chunks, the fewest possible) to read.
 func TestRoundTrip64MiB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("64 MiB round trip skipped in -short mode")
 	}
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
-		st := e.store()
+		c, oc := e.countingClient()
+		st := newStore(t, c, e.parents, e.chunks)
 		ctx := context.Background()
 		data := payload(64<<20, 64, false)
 		key := sKey("large")
@@ -27,6 +34,8 @@ func TestRoundTrip64MiB(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkInfo(t, info, data, None, DefaultChunkSize)
+		wrote := map[string]int{"GetItem": oc.count("GetItem"), "BatchWriteItem": oc.count("BatchWriteItem"), "UpdateItem": oc.count("UpdateItem")}
+		oc.reset()
 		r, err := st.Open(ctx, key)
 		if err != nil {
 			t.Fatal(err)
@@ -34,6 +43,19 @@ func TestRoundTrip64MiB(t *testing.T) {
 		got, err := io.ReadAll(r)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("read: %d bytes, %v", len(got), err)
+		}
+		read := map[string]int{"GetItem": oc.count("GetItem"), "BatchGetItem": oc.count("BatchGetItem")}
+		t.Logf("%d chunks; write: %v; read: %v", info.Chunks, wrote, read)
+		if info.Chunks != 171 {
+			t.Errorf("%d chunks, want 171", info.Chunks)
+		}
+		if diff := cmp.Diff(map[string]int{"GetItem": 1, "BatchWriteItem": 7, "UpdateItem": 1}, wrote); diff != "" {
+			t.Errorf("write requests (-want +got):\n%s", diff)
+		}
+		// dynalite answers a BatchGetItem with pages of about 1 MB, so only
+		// DynamoDB Local shows the requests the store sends.
+		if diff := cmp.Diff(map[string]int{"GetItem": 1, "BatchGetItem": 5}, read); srv.Kind == localddb.DynamoDBLocal && diff != "" {
+			t.Errorf("read requests (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -1,14 +1,13 @@
 package chunk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,7 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // PutOptions are per-call settings of Put and PutReader. The zero value
@@ -42,23 +43,32 @@ type PutOptions struct {
 }
 
 // Put stores data under key, replacing what was there, and returns what it
-// stored (Info.Attributes: the attributes it set). It writes the chunks first and then switches the parent to them
-// in one conditional update, so readers see either the old payload or the
-// new one, never a mix. If another write switches the parent first, Put
-// removes its chunks and returns an error wrapping ErrConflict. A payload
-// above Options.MaxSize fails with ErrTooLarge before anything is written.
+// stored (Info.Attributes: the attributes it set). It writes the chunks
+// first and then switches the parent to them in one conditional update, so
+// readers see either the old payload or the new one, never a mix. If
+// another write switches the parent first, Put removes its chunks and
+// returns an error wrapping ErrConflict. A payload above Options.MaxSize
+// fails with ErrTooLarge before any request, and so does a parent item that
+// caller attributes would take over DynamoDB's item limit whatever it held
+// before (and, once the parent is read, before any chunk is written).
+// Input no Put can take (a nil ctx, an invalid key, a reserved, nil or
+// malformed attribute or condition value) fails with an error matching
+// ErrInvalid before any request.
 //
-// Errors other than ErrConflict, ErrTooLarge, ErrInvalidKey and ErrReserved
-// leave the outcome unknown, as with any DynamoDB write: the new payload may
-// or may not have been stored. Leftover chunks of such a Put are removed by
-// Sweep.
+// Errors other than ErrConflict and those matching ErrInvalid leave the
+// outcome unknown, as with any DynamoDB write: the new payload may or may
+// not have been stored. Leftover chunks of such a Put are removed by Sweep.
 //
 // Put does not keep data after it returns and never writes to it.
 func (s *Store) Put(ctx context.Context, key Key, data []byte, optFns ...func(*PutOptions)) (Info, error) {
+	s, err := s.begin(ctx, "Put", nil)
+	if err != nil {
+		return Info{}, err
+	}
 	if int64(len(data)) > s.opts.MaxSize {
 		return Info{}, fmt.Errorf("%w: key %v: payload of %d bytes, MaxSize %d", ErrTooLarge, key, len(data), s.opts.MaxSize)
 	}
-	return s.put(ctx, key, newBytesSource(data, s.opts.ChunkSize, s.opts.Compression), optFns)
+	return s.put(ctx, "Put", key, newBytesSource(data, s.opts.ChunkSize, s.opts.Compression), optFns)
 }
 
 // PutReader is Put for a payload of unknown length, read from r until
@@ -67,12 +77,20 @@ func (s *Store) Put(ctx context.Context, key Key, data []byte, optFns ...func(*P
 // payload above Options.MaxSize is rejected before anything is written;
 // otherwise Put stops reading one byte past MaxSize, removes the chunks it
 // wrote and returns ErrTooLarge. An error from r is returned, wrapped, after
-// the same clean-up; nothing becomes visible.
+// the same clean-up; nothing becomes visible. A nil r, also a typed nil
+// such as (*bytes.Reader)(nil), fails with ErrInvalid.
 func (s *Store) PutReader(ctx context.Context, key Key, r io.Reader, optFns ...func(*PutOptions)) (Info, error) {
+	s, err := s.begin(ctx, "PutReader", nil)
+	if err != nil {
+		return Info{}, err
+	}
+	if errs.IsNil(r) {
+		return Info{}, invalid("PutReader", "key %v: nil io.Reader %T", key, r)
+	}
 	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) > s.opts.MaxSize {
 		return Info{}, fmt.Errorf("%w: key %v: payload of %d bytes, MaxSize %d", ErrTooLarge, key, l.Len(), s.opts.MaxSize)
 	}
-	return s.put(ctx, key, newReaderSource(r, s.opts.ChunkSize, s.opts.Compression, s.opts.MaxSize), optFns)
+	return s.put(ctx, "PutReader", key, newReaderSource(r, s.opts.ChunkSize, s.opts.Compression, s.opts.MaxSize), optFns)
 }
 
 // current is the parent's state a Put starts from.
@@ -95,22 +113,22 @@ func (s *Store) readCurrent(ctx context.Context, key Key) (current, error) {
 	if err != nil {
 		return current{}, fmt.Errorf("chunk: read parent %v: %w", key, err)
 	}
-	v, ok := out.Item[attrVersion].(*types.AttributeValueMemberS)
+	v, ok := asS(out.Item[attrVersion])
 	if !ok {
 		return current{}, nil
 	}
 	c := current{exists: true, version: v.Value}
-	if n, ok := out.Item[attrCount].(*types.AttributeValueMemberN); ok {
+	if n, ok := asN(out.Item[attrCount]); ok {
 		c.chunks, _ = strconv.Atoi(n.Value)
 	}
-	if p, ok := out.Item[attrPrev].(*types.AttributeValueMemberS); ok {
+	if p, ok := asS(out.Item[attrPrev]); ok {
 		c.prev = p.Value
 	}
 	return c, nil
 }
 
 // callerAttributes validates and converts PutOptions.Attributes.
-func callerAttributes(key Key, v any) (map[string]types.AttributeValue, error) {
+func callerAttributes(method string, key Key, v any) (map[string]types.AttributeValue, error) {
 	var m map[string]types.AttributeValue
 	switch v := v.(type) {
 	case nil:
@@ -120,11 +138,14 @@ func callerAttributes(key Key, v any) (map[string]types.AttributeValue, error) {
 	default:
 		var err error
 		if m, err = attributevalue.MarshalMap(v); err != nil {
-			return nil, fmt.Errorf("chunk: key %v: attributes: %w", key, err)
+			return nil, invalid(method, "key %v: PutOptions.Attributes: %v", key, err)
 		}
 	}
 	out := make(map[string]types.AttributeValue, len(m))
 	for name, av := range m {
+		if path, ok := nilValue(name, av); ok {
+			return nil, invalid(method, "key %v: PutOptions.Attributes: nil value at %s", key, path)
+		}
 		switch {
 		case isReserved(name) || name == "":
 			return nil, fmt.Errorf("%w: key %v: attribute %q", ErrReserved, key, name)
@@ -141,6 +162,31 @@ func callerAttributes(key Key, v any) (map[string]types.AttributeValue, error) {
 		out[name] = av
 	}
 	return out, nil
+}
+
+// nilValue returns the path of the first nil value in v (v itself, or an
+// element of a list or map in it), if there is one: DynamoDB cannot take
+// one, and a typed nil such as (*types.AttributeValueMemberS)(nil) would
+// otherwise panic where it is read.
+func nilValue(path string, v types.AttributeValue) (string, bool) {
+	if errs.IsNil(v) {
+		return path, true
+	}
+	switch v := v.(type) {
+	case *types.AttributeValueMemberL:
+		for i, e := range v.Value {
+			if p, ok := nilValue(path+"["+strconv.Itoa(i)+"]", e); ok {
+				return p, true
+			}
+		}
+	case *types.AttributeValueMemberM:
+		for name, e := range v.Value {
+			if p, ok := nilValue(path+"."+name, e); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 func sameKeyValue(a, b types.AttributeValue) bool {
@@ -163,8 +209,10 @@ func sameKeyValue(a, b types.AttributeValue) bool {
 	return false
 }
 
-// chunkTemplate returns a chunk item for key with an empty Data attribute,
-// and the most bytes any chunk item of key can take beyond its data.
+// chunkTemplate returns the Parent attribute of key's chunk items and the
+// most bytes any chunk item of key can take beyond its data. If chunks of
+// ChunkSize bytes would not fit the item limit, the error comes with the
+// overhead.
 func (s *Store) chunkTemplate(key Key, prefix string) (parentKey types.AttributeValue, overhead int, err error) {
 	parentKey = &types.AttributeValueMemberM{Value: key.item()}
 	item := map[string]types.AttributeValue{
@@ -177,68 +225,33 @@ func (s *Store) chunkTemplate(key Key, prefix string) (parentKey types.Attribute
 		return nil, 0, fmt.Errorf("%w: key %v: %w", ErrInvalidKey, key, err)
 	}
 	if overhead+s.opts.ChunkSize > ddbsize.MaxItemSize {
-		return nil, 0, fmt.Errorf("%w: key %v: chunk items would be %d bytes, limit %d (lower ChunkSize)",
+		return nil, overhead, fmt.Errorf("%w: key %v: chunk items would be %d bytes, limit %d (lower ChunkSize)",
 			ErrInvalidKey, key, overhead+s.opts.ChunkSize, ddbsize.MaxItemSize)
 	}
 	return parentKey, overhead, nil
 }
 
-func (s *Store) put(ctx context.Context, key Key, src *source, optFns []func(*PutOptions)) (Info, error) {
-	var po PutOptions
-	for _, f := range optFns {
-		f(&po)
-	}
-	prefix, err := s.keyPrefix(key)
+func (s *Store) put(ctx context.Context, method string, key Key, src *source, optFns []func(*PutOptions)) (Info, error) {
+	w, err := s.newWrite(method, key, optFns)
 	if err != nil {
 		return Info{}, err
 	}
-	attrs, err := callerAttributes(key, po.Attributes)
+	first, err := w.readFirst(src)
 	if err != nil {
 		return Info{}, err
 	}
-	parentKey, _, err := s.chunkTemplate(key, prefix)
-	if err != nil {
-		return Info{}, err
-	}
-	var cond *expression.Expression
-	if po.Condition.IsSet() {
-		e, err := expression.NewBuilder().WithCondition(po.Condition).Build()
-		if err != nil {
-			return Info{}, fmt.Errorf("chunk: put %v: condition: %w", key, err)
-		}
-		cond = &e
-	}
-	cur, err := s.readCurrent(ctx, key)
-	if err != nil {
-		return Info{}, err
-	}
-	start := s.clock()
-	w := &write{
-		s: s, key: key, prefix: prefix, parentKey: parentKey, attrs: attrs, cur: cur, start: start,
-		version: newVersion(start), cond: cond,
-	}
-
-	first, err := src.next()
-	if err != nil && err != io.EOF {
-		return Info{}, w.sourceError(err)
-	}
-	inline := s.opts.InlineLimit >= 0 && len(first) <= s.opts.InlineLimit
-	if inline {
-		if len(first) > 0 || s.opts.InlineLimit > 0 {
-			w.inline = first
-			if w.inline == nil {
-				w.inline = []byte{}
-			}
-		}
-		w.size, w.sum = src.checksum()
-	}
-	w.stored = src.stored
-	// Check the parent before the first chunk: a parent DynamoDB would
-	// refuse must not cost a payload's worth of writes first.
+	// A parent DynamoDB would refuse must cost no request, and once the
+	// parent is read (its version becomes ChunkPrevious) no chunk write.
 	if err := w.checkParentSize(); err != nil {
 		return Info{}, err
 	}
-	if !inline {
+	if w.cur, err = s.readCurrent(ctx, key); err != nil {
+		return Info{}, err
+	}
+	if err := w.checkParentSize(); err != nil {
+		return Info{}, err
+	}
+	if w.inline == nil {
 		if err := w.writeChunks(ctx, src, first); err != nil {
 			return Info{}, err
 		}
@@ -248,23 +261,83 @@ func (s *Store) put(ctx context.Context, key Key, src *source, optFns []func(*Pu
 	return w.commit(ctx)
 }
 
+// newWrite checks a Put's key and options and starts a write of a new
+// version. It makes no request.
+func (s *Store) newWrite(method string, key Key, optFns []func(*PutOptions)) (*write, error) {
+	var po PutOptions
+	for _, f := range optFns {
+		if f != nil {
+			f(&po)
+		}
+	}
+	prefix, err := s.keyPrefix(key)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := callerAttributes(method, key, po.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	parentKey, _, err := s.chunkTemplate(key, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if po.Condition.IsSet() {
+		e, err := expression.NewBuilder().WithCondition(po.Condition).Build()
+		if err != nil {
+			return nil, invalid(method, "key %v: PutOptions.Condition: %v", key, err)
+		}
+		for name, v := range e.Values() {
+			if path, ok := nilValue(name, v); ok {
+				return nil, invalid(method, "key %v: PutOptions.Condition: nil value at %s", key, path)
+			}
+		}
+	}
+	start := s.clock()
+	return &write{
+		s: s, method: method, key: key, prefix: prefix, parentKey: parentKey, attrs: attrs,
+		cond: po.Condition, start: start, version: newVersion(start),
+	}, nil
+}
+
 // write is one Put attempt in progress.
 type write struct {
 	s         *Store
+	method    string // Put or PutReader, for messages
 	key       Key
 	prefix    string
 	parentKey types.AttributeValue
 	attrs     map[string]types.AttributeValue
-	cur       current
+	cond      expression.ConditionBuilder // the caller's extra condition, if set
 	start     time.Time
 	version   string
-	cond      *expression.Expression // the caller's extra condition, if any
+	cur       current // the parent as read before writing; zero until then
 
-	inline []byte // nil when chunked (or empty with inlining off)
+	inline []byte // the stored payload when kept in the parent; nil when chunked
 	chunks int    // chunks handed to the batch engine
 	size   int64
 	stored int64
 	sum    [32]byte
+}
+
+// readFirst reads the payload's first chunk and keeps the payload inline
+// if that chunk is short enough, which makes it the whole payload: only the
+// last chunk can be shorter than ChunkSize, and InlineLimit is below it.
+func (w *write) readFirst(src *source) ([]byte, error) {
+	first, err := src.next()
+	if err != nil && err != io.EOF {
+		return nil, w.sourceError(err)
+	}
+	if limit := w.s.opts.InlineLimit; limit < 0 || len(first) > limit {
+		return first, nil
+	}
+	w.inline = first
+	if w.inline == nil {
+		w.inline = []byte{}
+	}
+	w.size, w.sum = src.checksum()
+	w.stored = src.stored
+	return first, nil
 }
 
 func (w *write) sourceError(err error) error {
@@ -324,93 +397,99 @@ func (w *write) abandon(ctx context.Context) {
 	w.s.deleteChunks(ctx, w.prefix, w.version, w.chunks)
 }
 
-// updateInput builds the parent update that makes this version current.
-func (w *write) updateInput() *dynamodb.UpdateItemInput {
-	names := map[string]string{}
-	values := map[string]types.AttributeValue{}
-	var set, remove []string
-	n := 0
-	add := func(name string, v types.AttributeValue) {
-		n++
-		nk, vk := "#n"+strconv.Itoa(n), ":v"+strconv.Itoa(n)
-		names[nk] = name
+// parentUpdate returns what the flip does to the parent: the attributes it
+// sets and the names it removes (the store's optional attributes when
+// unused, and caller attributes given a nil value).
+func (w *write) parentUpdate() (set map[string]types.AttributeValue, remove []string) {
+	set = map[string]types.AttributeValue{
+		attrVersion: &types.AttributeValueMemberS{Value: w.version},
+		attrCount:   number(int64(w.chunks)),
+		attrSize:    number(w.size),
+		attrStored:  number(w.stored),
+		attrSHA:     &types.AttributeValueMemberB{Value: w.sum[:]},
+	}
+	setOrRemove := func(name string, v types.AttributeValue) {
 		if v == nil {
-			remove = append(remove, nk)
+			remove = append(remove, name)
 			return
 		}
-		values[vk] = v
-		set = append(set, nk+" = "+vk)
+		set[name] = v
 	}
-	num := func(x int64) types.AttributeValue {
-		return &types.AttributeValueMemberN{Value: strconv.FormatInt(x, 10)}
-	}
-	str := func(s string) types.AttributeValue {
-		if s == "" {
-			return nil
-		}
-		return &types.AttributeValueMemberS{Value: s}
-	}
-	add(attrVersion, str(w.version))
-	add(attrCount, num(int64(w.chunks)))
-	add(attrSize, num(w.size))
-	add(attrStored, num(w.stored))
-	add(attrSHA, &types.AttributeValueMemberB{Value: w.sum[:]})
-	add(attrPrev, str(w.cur.version))
-	add(attrEncoding, str(string(w.s.opts.Compression)))
+	setOrRemove(attrPrev, optionalString(w.cur.version))
+	setOrRemove(attrEncoding, optionalString(string(w.s.opts.Compression)))
 	if w.inline != nil {
-		add(attrInline, &types.AttributeValueMemberB{Value: w.inline})
+		setOrRemove(attrInline, &types.AttributeValueMemberB{Value: w.inline})
 	} else {
-		add(attrInline, nil)
+		setOrRemove(attrInline, nil)
 	}
 	for name, v := range w.attrs {
-		add(name, v)
+		setOrRemove(name, v)
 	}
-	expr := "SET " + strings.Join(set, ", ")
-	if len(remove) > 0 {
-		expr += " REMOVE " + strings.Join(remove, ", ")
+	return set, remove
+}
+
+func number(x int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(x, 10)}
+}
+
+// optionalString is s as an S value, nil (no attribute) for "".
+func optionalString(s string) types.AttributeValue {
+	if s == "" {
+		return nil
 	}
-	in := &dynamodb.UpdateItemInput{
-		TableName:                 &w.s.parents,
-		Key:                       w.key.item(),
-		UpdateExpression:          &expr,
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	}
-	// #n1 is ChunkVersion.
-	if w.cur.exists {
-		values[":old"] = &types.AttributeValueMemberS{Value: w.cur.version}
-		in.ConditionExpression = aws.String("#n1 = :old")
-	} else {
-		in.ConditionExpression = aws.String("attribute_not_exists(#n1)")
-	}
-	if c := w.cond; c != nil {
-		// The builder's placeholders (#0, :0) never look like ours (#nK, :vK, :old).
-		in.ConditionExpression = aws.String("(" + *in.ConditionExpression + ") AND (" + *c.Condition() + ")")
-		maps.Copy(names, c.Names())
-		maps.Copy(values, c.Values())
-	}
-	return in
+	return &types.AttributeValueMemberS{Value: s}
 }
 
 // checkParentSize rejects a parent item that would exceed the item limit
-// with what Put sets on it (other attributes already there also count, and
-// DynamoDB has the last word on those).
+// with what Put sets on it. Until the parent is read, w.cur is zero and
+// ChunkPrevious is not counted; attributes others keep on the parent are
+// never counted (DynamoDB has the last word on those).
 func (w *write) checkParentSize() error {
-	in := w.updateInput()
+	set, _ := w.parentUpdate()
 	item := w.key.item()
-	for nk, name := range in.ExpressionAttributeNames {
-		if v, ok := in.ExpressionAttributeValues[":v"+nk[2:]]; ok {
-			item[name] = v
-		}
-	}
+	maps.Copy(item, set)
 	n, err := ddbsize.ItemSize(item)
 	if err != nil {
-		return fmt.Errorf("%w: key %v: attributes: %w", ErrReserved, w.key, err)
+		return invalid(w.method, "key %v: PutOptions.Attributes: %v", w.key, err)
 	}
 	if n > ddbsize.MaxItemSize {
 		return fmt.Errorf("%w: key %v: parent item of %d bytes, limit %d", ErrTooLarge, w.key, n, ddbsize.MaxItemSize)
 	}
 	return nil
+}
+
+// updateInput builds the parent update that makes this version current if
+// the parent still holds the version read at the start (and the caller's
+// condition holds). One expression builder names every placeholder.
+func (w *write) updateInput() (*dynamodb.UpdateItemInput, error) {
+	set, remove := w.parentUpdate()
+	var update expression.UpdateBuilder
+	for name, v := range set {
+		update = update.Set(expression.NameNoDotSplit(name), expression.Value(v))
+	}
+	for _, name := range remove {
+		update = update.Remove(expression.NameNoDotSplit(name))
+	}
+	version := expression.NameNoDotSplit(attrVersion)
+	cond := expression.AttributeNotExists(version)
+	if w.cur.exists {
+		cond = version.Equal(expression.Value(&types.AttributeValueMemberS{Value: w.cur.version}))
+	}
+	if w.cond.IsSet() {
+		cond = cond.And(w.cond)
+	}
+	e, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
+	if err != nil {
+		return nil, err
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                 &w.s.parents,
+		Key:                       w.key.item(),
+		UpdateExpression:          e.Update(),
+		ConditionExpression:       e.Condition(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+	}, nil
 }
 
 // Retry policy of the parent update, which runs with the SDK's retries off
@@ -419,11 +498,6 @@ const (
 	flipAttempts  = 10
 	flipBaseDelay = 25 * time.Millisecond
 	flipMaxDelay  = time.Second
-)
-
-var (
-	retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
-	throttles  = retry.IsErrorThrottles(retry.DefaultThrottles)
 )
 
 // info describes this write as committed.
@@ -443,117 +517,172 @@ func (w *write) info() Info {
 // The update runs with the SDK's retries off, because after a lost
 // response a retry fails its condition whether the first attempt applied or
 // someone else won. Here every attempt is known: a condition failure with
-// no ambiguous attempt before it is a clean loss (ErrConflict); after an
-// ambiguous attempt (reset, 500, timeout) the parent is read: our version
-// there, or recorded as the one its successor replaced (ChunkPrevious),
-// means we won.
+// no attempt before it that may have applied is a clean loss (ErrConflict);
+// after such an attempt (reset, 500, timeout) the parent is read to settle
+// the outcome (see unsettled).
 func (w *write) commit(ctx context.Context) (Info, error) {
-	s := w.s
-	// No attempt may start once the version is Grace/2 old: Sweep deletes
-	// versions older than Grace that are not current, and must never race
-	// a late switch to one.
-	deadline := w.start.Add(s.opts.Grace / 2)
-	if s.beforeFlip != nil {
-		if err := s.beforeFlip(ctx); err != nil {
-			w.abandon(ctx)
-			return Info{}, fmt.Errorf("chunk: put %v: %w", w.key, err)
-		}
+	in, err := w.updateInput()
+	if err == nil && w.s.beforeFlip != nil {
+		err = w.s.beforeFlip(ctx)
 	}
-	in := w.updateInput()
-	var ambiguous error // the last attempt whose outcome is unknown, if any
+	if err != nil {
+		w.abandon(ctx)
+		return Info{}, fmt.Errorf("chunk: put %v: %w", w.key, err)
+	}
+	var unknown error // the last attempt that may have applied, if any
 	for attempt := 0; ; attempt++ {
-		if s.clock().After(deadline) {
-			return w.unsettled(ctx, ambiguous, fmt.Errorf("version %s is older than Grace/2 (%v): not committing it", w.version, s.opts.Grace/2))
+		if w.s.clock().After(w.deadline()) {
+			return w.unsettled(ctx, unknown, fmt.Errorf("version %s is older than Grace/2 (%v): not committing it", w.version, w.s.opts.Grace/2))
 		}
-		actx, cancel := context.WithTimeout(ctx, deadline.Sub(s.clock()))
-		_, err := s.c.UpdateItem(actx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-		cancel()
-		var ccf *types.ConditionalCheckFailedException
-		switch {
-		case err == nil:
+		err := w.flip(ctx, in)
+		switch classifyFlip(err) {
+		case flipApplied:
 			w.dropPrevious(ctx)
 			return w.info(), nil
-		case errors.As(err, &ccf):
-			if ambiguous == nil {
-				// Every attempt was refused, so we never won, and the
-				// condition cannot hold again: our chunks are garbage.
-				w.abandon(ctx)
-				if w.cond != nil {
-					return Info{}, fmt.Errorf("%w: put %v: the parent changed first or the caller's condition failed", ErrConflict, w.key)
-				}
-				if w.cur.exists {
-					return Info{}, fmt.Errorf("%w: put %v: version %s was replaced first", ErrConflict, w.key, w.cur.version)
-				}
-				return Info{}, fmt.Errorf("%w: put %v: another write stored a payload first", ErrConflict, w.key)
-			}
-			return w.unsettled(ctx, ambiguous, err)
-		case isDefinite(err) && throttles.IsErrorThrottle(err) != aws.TrueTernary:
-			// Refused (validation, permissions): never applied, never will be.
-			return w.unsettled(ctx, ambiguous, err)
+		case flipRefused:
+			return w.refused(ctx, unknown, err)
+		case flipRejected:
+			return w.unsettled(ctx, unknown, err)
+		case flipUnknown:
+			unknown = err
 		}
-		if throttles.IsErrorThrottle(err) != aws.TrueTernary {
-			ambiguous = err
-		}
-		if ctx.Err() != nil || retryables.IsErrorRetryable(err) != aws.TrueTernary || attempt+1 == flipAttempts {
-			return w.unsettled(ctx, ambiguous, err)
-		}
-		base := flipBaseDelay
-		if s.flipDelay > 0 {
-			base = s.flipDelay
-		}
-		select {
-		case <-time.After(rand.N(min(flipMaxDelay, base<<attempt)) + time.Millisecond):
-		case <-ctx.Done():
+		if err := w.wait(ctx, attempt, err); err != nil {
+			return w.unsettled(ctx, unknown, err)
 		}
 	}
 }
 
-// isDefinite reports whether err proves the request was not applied: a
-// throttle, or an error response other than a server fault.
-func isDefinite(err error) bool {
-	if throttles.IsErrorThrottle(err) == aws.TrueTernary {
-		return true
+// deadline is when the version turns Grace/2 old. No attempt may start
+// after it: Sweep deletes versions older than Grace that are not current,
+// and must never race a late switch to one.
+func (w *write) deadline() time.Time { return w.start.Add(w.s.opts.Grace / 2) }
+
+// flip sends the parent update once, with the SDK's retries off, cut off at
+// the deadline.
+func (w *write) flip(ctx context.Context, in *dynamodb.UpdateItemInput) error {
+	ctx, cancel := context.WithTimeout(ctx, w.deadline().Sub(w.s.clock()))
+	defer cancel()
+	_, err := w.s.c.UpdateItem(ctx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	return err
+}
+
+// flipResult is what one parent update's error says about its effect.
+type flipResult int
+
+const (
+	flipApplied   flipResult = iota // success
+	flipRefused                     // the condition failed: not applied
+	flipRejected                    // another refusal (validation, permissions): not applied, never will be
+	flipThrottled                   // throttled: not applied, worth retrying
+	flipUnknown                     // no answer or a server fault: may have applied
+)
+
+func classifyFlip(err error) flipResult {
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return flipApplied
+	case errors.As(err, &ccf):
+		return flipRefused
+	case backoff.IsThrottle(err):
+		return flipThrottled
+	case isClientError(err):
+		return flipRejected
 	}
+	return flipUnknown
+}
+
+// retryables is the SDK's own test of whether a failed request is worth
+// sending again (a reset connection, a 5xx, a throttle); throttles are told
+// apart by backoff.IsThrottle.
+var retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
+
+// isClientError reports whether err is an HTTP 4xx response: a request the
+// service refused without applying it.
+func isClientError(err error) bool {
 	var re interface{ HTTPStatusCode() int }
-	if errors.As(err, &re) {
-		code := re.HTTPStatusCode()
-		return code >= 400 && code < 500
+	if !errors.As(err, &re) {
+		return false
 	}
-	return false
+	code := re.HTTPStatusCode()
+	return code >= 400 && code < 500
 }
 
-// unsettled ends a commit without a success response. With no ambiguous
-// attempt, nothing was applied: the chunks go and err is returned. Else the
-// parent is read to settle the outcome.
-func (w *write) unsettled(ctx context.Context, ambiguous, err error) (Info, error) {
-	if ambiguous == nil {
+// wait waits before the attempt after attempt, which failed with err:
+// full jitter over a capped exponential delay (package backoff, as the
+// batch engine waits). It returns the error to give up with instead: err
+// if ctx is done, err is not worth retrying (the SDK's
+// retry.DefaultRetryables) or the attempts are spent; ctx's error if ctx
+// ends while waiting.
+func (w *write) wait(ctx context.Context, attempt int, err error) error {
+	if ctx.Err() != nil || retryables.IsErrorRetryable(err) != aws.TrueTernary || attempt+1 == flipAttempts {
+		return err
+	}
+	d := backoff.Jitter(backoff.Cap(cmp.Or(w.s.flipDelay, flipBaseDelay), flipMaxDelay, attempt)) + time.Millisecond
+	if !backoff.Sleep(ctx, nil, d) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// refused ends a commit whose condition failed. If no earlier attempt may
+// have applied, we never won and the condition cannot hold again: the
+// chunks are garbage and the Put lost.
+func (w *write) refused(ctx context.Context, unknown, err error) (Info, error) {
+	if unknown != nil {
+		return w.unsettled(ctx, unknown, err)
+	}
+	w.abandon(ctx)
+	switch {
+	case w.cond.IsSet():
+		return Info{}, fmt.Errorf("%w: put %v: the parent changed first or the caller's condition failed", ErrConflict, w.key)
+	case w.cur.exists:
+		return Info{}, fmt.Errorf("%w: put %v: version %s was replaced first", ErrConflict, w.key, w.cur.version)
+	}
+	return Info{}, fmt.Errorf("%w: put %v: another write stored a payload first", ErrConflict, w.key)
+}
+
+// unsettled ends a commit without a success response, err being the last
+// failure. If no attempt may have applied (unknown is nil), the chunks go
+// and err is returned. Otherwise the parent is read to settle the outcome.
+func (w *write) unsettled(ctx context.Context, unknown, err error) (Info, error) {
+	if unknown == nil {
 		w.abandon(ctx)
 		return Info{}, fmt.Errorf("chunk: put %v: updating parent: %w", w.key, err)
 	}
 	if ctx.Err() != nil {
 		return Info{}, fmt.Errorf("chunk: put %v: outcome unknown: %w", w.key, ctx.Err())
 	}
-	cur, rerr := w.settleRead(ctx)
+	now, rerr := w.settleRead(ctx)
 	if rerr != nil {
-		return Info{}, fmt.Errorf("chunk: put %v: outcome unknown: %w", w.key, errors.Join(ambiguous, rerr))
+		return Info{}, fmt.Errorf("chunk: put %v: outcome unknown: %w", w.key, errors.Join(unknown, rerr))
 	}
-	if cur.exists && (cur.version == w.version || cur.prev == w.version) {
-		// An ambiguous attempt applied; a later writer may already have
-		// replaced it, which is just a later write.
-		if cur.version == w.version {
-			w.dropPrevious(ctx)
-		}
+	return w.settle(ctx, now, unknown)
+}
+
+// settle decides an outcome from the parent as read after an attempt that
+// may have applied: our version there, or recorded as the one its successor
+// replaced (ChunkPrevious), means we won.
+func (w *write) settle(ctx context.Context, now current, unknown error) (Info, error) {
+	switch {
+	case now.holds(w.version):
+		w.dropPrevious(ctx)
 		return w.info(), nil
-	}
-	// If the parent has moved past the version we started from, which
-	// never comes back, no attempt of ours can still apply, and our chunks
-	// are garbage. (An absent parent can become absent again after a
-	// Delete, so that case leaves them to Sweep.)
-	if w.cur.exists && (!cur.exists || cur.version != w.cur.version) {
+	case now.exists && now.prev == w.version:
+		// A later write has already replaced ours: just a later write.
+		return w.info(), nil
+	case w.cur.exists && !now.holds(w.cur.version):
+		// The parent moved past the version we started from, which never
+		// comes back, so no attempt of ours can still apply. (An absent
+		// parent can become absent again after a Delete, so that case
+		// leaves the chunks to Sweep.)
 		w.abandon(ctx)
 	}
-	return Info{}, fmt.Errorf("chunk: put %v: outcome unknown (the parent holds %s): %w", w.key, describeVersion(cur), ambiguous)
+	return Info{}, fmt.Errorf("chunk: put %v: outcome unknown (the parent holds %s): %w", w.key, describeVersion(now), unknown)
 }
+
+// holds reports whether the parent holds version.
+func (c current) holds(version string) bool { return c.exists && c.version == version }
 
 func describeVersion(c current) string {
 	if !c.exists {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"sync"
 	"testing"
 
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/localddb"
 )
 
 // TestReplacedUnderReader replaces (or deletes) a payload while it is being
@@ -24,7 +27,7 @@ func TestReplacedUnderReader(t *testing.T) {
 			return func(o *Options) { o.ChunkSize, o.MaxConcurrency, o.RetainOld = 1000, 1, retain }
 		}
 		oldData, newData := payload(250_000, 1, false), payload(120_000, 2, false)
-		writer := e.store(opts(false))
+		writer := e.store(t, opts(false))
 
 		tests := []struct {
 			name    string
@@ -48,14 +51,15 @@ func TestReplacedUnderReader(t *testing.T) {
 				if _, err := writer.Put(ctx, key, oldData); err != nil {
 					t.Fatal(err)
 				}
-				h := newHookClient(e.c)
-				st := New(h, e.parents, e.chunks, opts(tt.retain))
+				c, h := e.countingClient()
+				st := newStore(t, c, e.parents, e.chunks, opts(tt.retain))
+				other := newStore(t, e.c, e.parents, e.chunks, opts(tt.retain))
 				change := func() {
 					var err error
 					if tt.del {
-						err = New(e.c, e.parents, e.chunks, opts(tt.retain)).Delete(ctx, key)
+						err = other.Delete(ctx, key)
 					} else {
-						_, err = New(e.c, e.parents, e.chunks, opts(tt.retain)).Put(ctx, key, newData)
+						_, err = other.Put(ctx, key, newData)
 					}
 					if err != nil {
 						t.Error(err)
@@ -66,11 +70,11 @@ func TestReplacedUnderReader(t *testing.T) {
 				switch {
 				case !tt.stream:
 					// Change the payload right after the first window.
-					h.after = func(op string, n int, _ error) {
+					h.hooks(nil, func(op string, n int, _ error) {
 						if op == "BatchGetItem" && n == 1 {
 							change()
 						}
-					}
+					})
 					got, _, err = st.Get(ctx, key)
 				case tt.prefix == 0:
 					var r *Reader
@@ -103,6 +107,122 @@ func TestReplacedUnderReader(t *testing.T) {
 					t.Fatalf("got %d bytes, %v; want the %d-byte payload", len(got), err, len(tt.want))
 				}
 			})
+		}
+	})
+}
+
+// TestReaderCancel cancels ctx after a Reader has returned its first bytes:
+// the next Read fails with the ctx error and returns nothing more, whether
+// the rest of the payload is already fetched (one window) or not. A Get
+// whose ctx is cancelled after its first BatchGetItem fails the same way.
+func TestReaderCancel(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		e := newEnv(t, srv)
+		c, oc := e.countingClient()
+		// 1000-byte chunks, one request per window: a window is 100 chunks.
+		st := newStore(t, c, e.parents, e.chunks, func(o *Options) { o.ChunkSize, o.MaxConcurrency = 1000, 1 })
+		for _, size := range []int{50_000, 250_000} {
+			key := sKey(fmt.Sprint("cancel", size))
+			if _, err := st.Put(context.Background(), key, payload(size, 3, false)); err != nil {
+				t.Fatal(err)
+			}
+			t.Run(fmt.Sprintf("reader/%d", size), func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				r, err := st.Open(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				if _, err := io.ReadFull(r, make([]byte, 10)); err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+				n, err := io.Copy(io.Discard, r)
+				if n != 0 || !errors.Is(err, context.Canceled) {
+					t.Errorf("after cancel: read %d bytes, %v; want 0 bytes and context.Canceled", n, err)
+				}
+			})
+			t.Run(fmt.Sprintf("get/%d", size), func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				oc.hooks(nil, func(op string, _ int, _ error) {
+					if op == "BatchGetItem" {
+						cancel()
+					}
+				})
+				defer oc.hooks(nil, nil)
+				got, _, err := st.Get(ctx, key)
+				if got != nil || !errors.Is(err, context.Canceled) {
+					t.Errorf("got %d bytes, %v; want context.Canceled", len(got), err)
+				}
+			})
+		}
+	})
+}
+
+// TestReaderWindow streams a payload larger than a Reader's prefetch window
+// with the default options and checks, at every BatchGetItem response,
+// that the chunk bytes fetched but not yet read stay within the documented
+// 32 MiB, which holds two full requests (so more than 16 MiB are fetched
+// ahead once), and that the read takes the fewest BatchGetItem requests
+// possible: 40 chunks each.
+func TestReaderWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("40 MB payload skipped in -short mode")
+	}
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		e := newEnv(t, srv)
+		c, oc := e.countingClient()
+		st := newStore(t, c, e.parents, e.chunks)
+		ctx := context.Background()
+		key := sKey("window")
+		data := payload(40_000_000, 4, false)
+		info, err := st.Put(ctx, key, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oc.reset()
+		var mu sync.Mutex
+		var read, worst int64
+		oc.hooks(nil, func(op string, _ int, _ error) {
+			fetched := oc.fetched()
+			mu.Lock()
+			defer mu.Unlock()
+			worst = max(worst, fetched-read)
+		})
+		defer oc.hooks(nil, nil)
+		r, err := st.Open(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var got bytes.Buffer
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(buf)
+			got.Write(buf[:n])
+			mu.Lock()
+			read += int64(n)
+			mu.Unlock()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(got.Bytes(), data) {
+			t.Fatalf("read %d bytes, want the %d put", got.Len(), len(data))
+		}
+		if worst > maxReadWindow || worst <= 16<<20 {
+			t.Errorf("up to %d chunk bytes fetched ahead of the reader, want more than %d (two full requests) and at most %d",
+				worst, 16<<20, maxReadWindow)
+		}
+		// dynalite answers a BatchGetItem with pages of about 1 MB, so only
+		// DynamoDB Local shows the requests the store sends.
+		if got, want := oc.count("BatchGetItem"), (info.Chunks+39)/40; srv.Kind == localddb.DynamoDBLocal && got != want {
+			t.Errorf("%d BatchGetItem requests for %d chunks, want %d", got, info.Chunks, want)
 		}
 	})
 }

@@ -24,7 +24,7 @@ func TestResolve(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		ctx := context.Background()
 		e := newEnv(t, srv)
-		st := e.store(func(o *Options) { o.ChunkSize = 1000 })
+		st := e.store(t, func(o *Options) { o.ChunkSize = 1000 })
 		read := func(key Key) map[string]types.AttributeValue {
 			out, err := e.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(e.parents), Key: key.item(), ConsistentRead: aws.Bool(true)})
 			if err != nil {
@@ -68,7 +68,7 @@ func TestPutCondition(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		ctx := context.Background()
 		e := newEnv(t, srv)
-		st := e.store(func(o *Options) { o.ChunkSize = 1000 })
+		st := e.store(t, func(o *Options) { o.ChunkSize = 1000 })
 		key := keyS("cond")
 		first := bytes.Repeat([]byte("1"), 2500)
 		if _, err := st.Put(ctx, key, first, func(o *PutOptions) {

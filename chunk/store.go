@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // Client is the part of *dynamodb.Client the store uses: plain reads and
@@ -25,6 +27,8 @@ type Client interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
+
+var _ Client = (*dynamodb.Client)(nil)
 
 // Compression names how a payload is stored. The zero value stores it as
 // is.
@@ -54,11 +58,23 @@ const (
 	DefaultGrace = time.Hour
 	// DefaultChunkKeyAttribute names the chunk table's partition key.
 	DefaultChunkKeyAttribute = "ChunkKey"
+	// DefaultReadAttempts is how many versions a read tries when the one
+	// it reads is replaced under it.
+	DefaultReadAttempts = 5
+	// DefaultMaxConcurrency bounds the batch requests one call has in
+	// flight.
+	DefaultMaxConcurrency = 4
 )
 
-// Options configures a Store. The zero value of every field selects its
-// documented default. Writers, readers and sweepers sharing tables must use
-// the same ChunkKeyAttribute and Grace.
+// Options configures a Store, through the optFns of New; Get, Open, Stat,
+// Resolve and Delete take optFns too, applied to a copy of the Store's
+// Options for that call only:
+//
+//	data, info, err := store.Get(ctx, key, func(o *chunk.Options) { o.ConsistentRead = true })
+//
+// The zero value of every field selects its documented default. Writers,
+// readers and sweepers sharing tables must use the same ChunkKeyAttribute
+// and Grace.
 type Options struct {
 	// ChunkKeyAttribute is the name of the chunk table's partition key, of
 	// type S. Default DefaultChunkKeyAttribute.
@@ -76,22 +92,27 @@ type Options struct {
 	InlineLimit int
 
 	// MaxSize is the largest payload Put accepts, in bytes before
-	// compression. Zero means DefaultMaxSize.
+	// compression, at most 1 PiB. Zero means DefaultMaxSize.
 	MaxSize int64
 
 	// Compression is how Put stores payloads. Readers decode whatever a
 	// parent records, whatever this is set to. Default None.
 	Compression Compression
 
-	// EventuallyConsistent makes Get, Open and Stat read the parent with an
-	// eventually consistent read (half the cost), which may return the
-	// previous version for a moment after a Put. Re-reads after a missing
-	// chunk are always consistent. Default false: consistent reads.
-	EventuallyConsistent bool
+	// ConsistentRead makes Get, Open and Stat read the parent item with a
+	// strongly consistent read. Default false: an eventually consistent
+	// read, half the cost, which for a moment after a write may return the
+	// payload it replaced (or ErrNotFound after the first Put, a payload
+	// after a Delete). Either way a payload returned is whole and is one a
+	// Put stored: a chunk found missing is read again consistently, and
+	// then the parent, consistently. Put, Delete and Sweep always read the
+	// parent consistently; Resolve reads it only to move on from a version
+	// replaced since, consistently.
+	ConsistentRead bool
 
-	// ReadAttempts bounds how many versions Get and Open try when the
-	// version they read is replaced (and its chunks deleted) under them.
-	// Default 5.
+	// ReadAttempts bounds how many versions Get, Open, Resolve and Delete
+	// try when the version they read is replaced (and its chunks deleted)
+	// under them. Default DefaultReadAttempts.
 	ReadAttempts int
 
 	// Grace is the age below which Sweep never deletes a version, however
@@ -107,15 +128,18 @@ type Options struct {
 	// the cost is storage until the next Sweep. Default false.
 	RetainOld bool
 
-	// MaxConcurrency bounds the batch requests one call has in flight.
-	// Default 4.
+	// MaxConcurrency bounds the batch requests one call has in flight. A
+	// read has no more BatchGetItem requests in flight than full requests
+	// fit its 32 MiB window (two at the default ChunkSize; see the package
+	// documentation), and at least one. Default DefaultMaxConcurrency.
 	MaxConcurrency int
 }
 
 // Store stores payloads of any size up to Options.MaxSize under parent items
-// of one table, with their chunks in another. The zero value is not usable;
-// create one with New. A Store is safe for concurrent use, also with other
-// Stores (in other processes) on the same tables.
+// of one table, with their chunks in another. The zero value is not usable
+// (its methods fail with ErrInvalid); create one with New. A Store is safe
+// for concurrent use, also with other Stores (in other processes) on the
+// same tables.
 type Store struct {
 	c       Client
 	parents string
@@ -135,14 +159,41 @@ type Store struct {
 
 // New returns a Store keeping parent items in table parents and chunks in
 // table chunks, which must have a simple primary key of type S named
-// Options.ChunkKeyAttribute. Parents may have any key schema. New panics on
-// options that could never work (a chunk size that cannot fit an item, a
-// negative size), as a programming error; it makes no request.
-func New(c Client, parents, chunks string, optFns ...func(*Options)) *Store {
+// Options.ChunkKeyAttribute. Parents may have any key schema. It makes no
+// request. New fails with an error matching ErrInvalid, naming the input,
+// for a nil client (also a typed nil such as (*dynamodb.Client)(nil)), an
+// empty table name, the same table for both, and options that could never
+// work: a ChunkSize that cannot fit an item, an InlineLimit above the item
+// limit, a negative MaxSize, ReadAttempts, Grace or MaxConcurrency, a
+// ChunkKeyAttribute longer than 255 bytes or an unknown Compression.
+func New(c Client, parents, chunks string, optFns ...func(*Options)) (*Store, error) {
+	switch {
+	case errs.IsNil(c):
+		return nil, invalid("New", "nil client")
+	case parents == "":
+		return nil, invalid("New", "empty parents table name")
+	case chunks == "":
+		return nil, invalid("New", "empty chunks table name")
+	case parents == chunks:
+		return nil, invalid("New", "parents and chunks are the same table %q", parents)
+	}
 	var o Options
 	for _, f := range optFns {
-		f(&o)
+		if f != nil {
+			f(&o)
+		}
 	}
+	o, maxChunks, err := resolveOptions("New", o)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{c: c, parents: parents, chunks: chunks, opts: o, maxChunks: maxChunks}, nil
+}
+
+// resolveOptions replaces o's zero values by their defaults and checks the
+// result, for New or for one call of method. It also returns the largest
+// sequence number a payload of MaxSize can need.
+func resolveOptions(method string, o Options) (Options, int, error) {
 	if o.ChunkKeyAttribute == "" {
 		o.ChunkKeyAttribute = DefaultChunkKeyAttribute
 	}
@@ -156,31 +207,39 @@ func New(c Client, parents, chunks string, optFns ...func(*Options)) *Store {
 		o.MaxSize = DefaultMaxSize
 	}
 	if o.ReadAttempts == 0 {
-		o.ReadAttempts = 5
+		o.ReadAttempts = DefaultReadAttempts
 	}
 	if o.Grace == 0 {
 		o.Grace = DefaultGrace
 	}
 	if o.MaxConcurrency == 0 {
-		o.MaxConcurrency = 4
+		o.MaxConcurrency = DefaultMaxConcurrency
 	}
+	var err error
 	switch {
-	case c == nil:
-		panic("chunk: nil Client")
-	case parents == "" || chunks == "":
-		panic("chunk: empty table name")
-	case parents == chunks:
-		panic("chunk: parents and chunks must be different tables")
 	case len(o.ChunkKeyAttribute) > 255:
-		panic("chunk: ChunkKeyAttribute longer than 255 bytes")
-	case o.ChunkSize < 1 || o.ChunkSize > ddbsize.MaxItemSize-minChunkOverhead:
-		panic(fmt.Sprintf("chunk: ChunkSize %d outside [1, %d]", o.ChunkSize, ddbsize.MaxItemSize-minChunkOverhead))
+		err = invalid(method, "Options.ChunkKeyAttribute of %d bytes, limit 255", len(o.ChunkKeyAttribute))
+	case !utf8.ValidString(o.ChunkKeyAttribute):
+		err = invalid(method, "Options.ChunkKeyAttribute %q is not valid UTF-8", o.ChunkKeyAttribute)
+	case o.ChunkSize < 1 || o.ChunkSize > maxChunkData:
+		err = invalid(method, "Options.ChunkSize %d outside [1, %d]", o.ChunkSize, maxChunkData)
 	case o.InlineLimit > ddbsize.MaxItemSize:
-		panic(fmt.Sprintf("chunk: InlineLimit %d above the item limit", o.InlineLimit))
-	case o.MaxSize < 0 || o.ReadAttempts < 0 || o.Grace < 0 || o.MaxConcurrency < 0:
-		panic("chunk: negative option")
+		err = invalid(method, "Options.InlineLimit %d above the item limit %d", o.InlineLimit, ddbsize.MaxItemSize)
+	case o.MaxSize < 0:
+		err = invalid(method, "negative Options.MaxSize %d", o.MaxSize)
+	case o.MaxSize > maxMaxSize:
+		err = invalid(method, "Options.MaxSize %d above %d", o.MaxSize, int64(maxMaxSize))
+	case o.ReadAttempts < 0:
+		err = invalid(method, "negative Options.ReadAttempts %d", o.ReadAttempts)
+	case o.Grace < 0:
+		err = invalid(method, "negative Options.Grace %v", o.Grace)
+	case o.MaxConcurrency < 0:
+		err = invalid(method, "negative Options.MaxConcurrency %d", o.MaxConcurrency)
 	case o.Compression != None && o.Compression != Gzip:
-		panic(fmt.Sprintf("chunk: unknown Compression %q", o.Compression))
+		err = invalid(method, "unknown Options.Compression %q", o.Compression)
+	}
+	if err != nil {
+		return Options{}, 0, err
 	}
 	if o.InlineLimit >= o.ChunkSize {
 		// Put decides on inlining from the first chunk, which is known to
@@ -188,15 +247,51 @@ func New(c Client, parents, chunks string, optFns ...func(*Options)) *Store {
 		o.InlineLimit = o.ChunkSize - 1
 	}
 	maxStored := o.MaxSize + o.MaxSize/64 + 1<<16 // gzip can grow incompressible data a little
-	return &Store{
-		c: c, parents: parents, chunks: chunks, opts: o,
-		maxChunks: int((maxStored + int64(o.ChunkSize) - 1) / int64(o.ChunkSize)),
+	return o, int((maxStored + int64(o.ChunkSize) - 1) / int64(o.ChunkSize)), nil
+}
+
+// maxMaxSize bounds Options.MaxSize so that sizes computed from it cannot
+// overflow: 1 PiB, far beyond anything DynamoDB would hold for one key.
+const maxMaxSize = 1 << 50
+
+// begin checks what every call takes (a Store made by New, a ctx) and
+// returns the Store the call runs with: s itself, or a copy whose Options
+// the call's optFns changed (and that are checked as New checks them).
+func (s *Store) begin(ctx context.Context, method string, optFns []func(*Options)) (*Store, error) {
+	switch {
+	case s == nil || s.c == nil:
+		return nil, invalid(method, "Store not created by New")
+	case ctx == nil:
+		return nil, invalid(method, "nil ctx")
 	}
+	if len(optFns) == 0 {
+		return s, nil
+	}
+	o := s.opts
+	for _, f := range optFns {
+		if f != nil {
+			f(&o)
+		}
+	}
+	call := *s
+	var err error
+	if call.opts, call.maxChunks, err = resolveOptions(method, o); err != nil {
+		return nil, err
+	}
+	return &call, nil
 }
 
 // minChunkOverhead is the least a chunk item adds to its data: the names of
 // its three attributes, a one-byte parent key and the shortest chunk key.
 const minChunkOverhead = len("ChunkKey") + 1 + 1 + versionLen + 1 + 1 + len(attrData) + len(attrParent) + 3 + 1 + 1 + 1
+
+// maxChunkData is the largest ChunkSize New accepts: no Store writes a
+// chunk holding more.
+const maxChunkData = ddbsize.MaxItemSize - minChunkOverhead
+
+// maxGzipRatio bounds how much a gzip stream can expand: deflate codes a
+// 258-byte match in no fewer than two bits.
+const maxGzipRatio = 1032
 
 // Parent item attributes. Put rejects caller attributes with these names.
 const (
@@ -259,7 +354,7 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 	if item == nil {
 		return p, false, nil
 	}
-	v, ok := item[attrVersion].(*types.AttributeValueMemberS)
+	v, ok := asS(item[attrVersion])
 	if !ok {
 		return p, false, nil
 	}
@@ -269,7 +364,7 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 	}
 	var err2 error
 	num := func(name string) int64 {
-		n, ok := item[name].(*types.AttributeValueMemberN)
+		n, ok := asN(item[name])
 		if !ok {
 			err2 = fmt.Errorf("%s missing or not a number", name)
 			return 0
@@ -286,33 +381,28 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 	if err2 != nil {
 		return bad(err2.Error())
 	}
-	sum, ok := item[attrSHA].(*types.AttributeValueMemberB)
+	sum, ok := asB(item[attrSHA])
 	if !ok || len(sum.Value) != sha256.Size {
 		return bad(attrSHA + " missing or malformed")
 	}
 	copy(p.SHA256[:], sum.Value)
-	if e, ok := item[attrEncoding].(*types.AttributeValueMemberS); ok {
+	if e, ok := asS(item[attrEncoding]); ok {
 		p.Compression = Compression(e.Value)
 		if p.Compression != Gzip {
 			return bad("unknown encoding " + strconv.Quote(e.Value))
 		}
 	}
-	if pv, ok := item[attrPrev].(*types.AttributeValueMemberS); ok {
+	if pv, ok := asS(item[attrPrev]); ok {
 		p.prev = pv.Value
 	}
-	if d, ok := item[attrInline].(*types.AttributeValueMemberB); ok {
+	if d, ok := asB(item[attrInline]); ok {
 		p.inline = d.Value
 		if p.inline == nil {
 			p.inline = []byte{}
 		}
 	}
-	switch {
-	case p.Chunks == 0 && int64(len(p.inline)) != p.StoredSize:
-		return bad(fmt.Sprintf("inline data is %d bytes, %s says %d", len(p.inline), attrStored, p.StoredSize))
-	case p.Chunks > 0 && p.inline != nil:
-		return bad("both inline data and chunks")
-	case p.Chunks > 0 && int64(p.Chunks) > p.StoredSize:
-		return bad(fmt.Sprintf("%d chunks for %d bytes", p.Chunks, p.StoredSize))
+	if why := p.contradiction(); why != "" {
+		return bad(why)
 	}
 	if t, err := versionTime(p.Version); err == nil {
 		p.Created = t
@@ -325,6 +415,55 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 		p.Attributes[name] = av
 	}
 	return p, true, nil
+}
+
+// contradiction describes how p's sizes, chunk count and inline data
+// contradict each other, or returns "" if they agree: a damaged parent
+// caught here costs no chunk read. (Its chunks can hold no more than the
+// largest ChunkSize New accepts; gzip cannot inflate beyond maxGzipRatio.)
+func (p parent) contradiction() string {
+	switch {
+	case p.Chunks == 0 && int64(len(p.inline)) != p.StoredSize:
+		return fmt.Sprintf("inline data is %d bytes, %s says %d", len(p.inline), attrStored, p.StoredSize)
+	case p.Chunks > 0 && p.inline != nil:
+		return "both inline data and chunks"
+	case p.Chunks > 0 && int64(p.Chunks) > p.StoredSize:
+		return fmt.Sprintf("%d chunks for %d bytes", p.Chunks, p.StoredSize)
+	case p.Chunks > 0 && (p.StoredSize-1)/int64(maxChunkData) >= int64(p.Chunks):
+		return fmt.Sprintf("%d stored bytes cannot fit %d chunks", p.StoredSize, p.Chunks)
+	case p.Compression == None && p.Size != p.StoredSize:
+		return fmt.Sprintf("%s %d differs from %s %d without compression", attrSize, p.Size, attrStored, p.StoredSize)
+	case p.Compression == Gzip && p.Size/maxGzipRatio > p.StoredSize:
+		return fmt.Sprintf("%d bytes cannot inflate to %d", p.StoredSize, p.Size)
+	}
+	return ""
+}
+
+// chunkBound is the most stored bytes one chunk of p can hold: every chunk
+// but the last holds the same number, and the last at least one byte.
+func (p parent) chunkBound() int64 {
+	b := p.StoredSize
+	if p.Chunks > 1 {
+		b = (p.StoredSize - 1) / int64(p.Chunks-1)
+	}
+	return max(1, min(b, int64(maxChunkData)))
+}
+
+// asS, asN and asB return v as an S, N or B value, if it is one and not a
+// nil pointer: a parent item passed to Resolve comes from the caller.
+func asS(v types.AttributeValue) (*types.AttributeValueMemberS, bool) {
+	x, ok := v.(*types.AttributeValueMemberS)
+	return x, ok && x != nil
+}
+
+func asN(v types.AttributeValue) (*types.AttributeValueMemberN, bool) {
+	x, ok := v.(*types.AttributeValueMemberN)
+	return x, ok && x != nil
+}
+
+func asB(v types.AttributeValue) (*types.AttributeValueMemberB, bool) {
+	x, ok := v.(*types.AttributeValueMemberB)
+	return x, ok && x != nil
 }
 
 func isReserved(name string) bool {
@@ -358,13 +497,18 @@ func (s *Store) readParent(ctx context.Context, key Key, consistent bool) (paren
 }
 
 // Stat returns what is stored under key without reading any chunk: one
-// GetItem of the parent. It returns an error wrapping ErrNotFound if there
-// is no payload.
-func (s *Store) Stat(ctx context.Context, key Key) (Info, error) {
+// GetItem of the parent, eventually consistent unless
+// Options.ConsistentRead. optFns change the Store's Options for this call.
+// It returns an error wrapping ErrNotFound if there is no payload.
+func (s *Store) Stat(ctx context.Context, key Key, optFns ...func(*Options)) (Info, error) {
+	s, err := s.begin(ctx, "Stat", optFns)
+	if err != nil {
+		return Info{}, err
+	}
 	if _, err := s.keyPrefix(key); err != nil {
 		return Info{}, err
 	}
-	p, err := s.readParent(ctx, key, !s.opts.EventuallyConsistent)
+	p, err := s.readParent(ctx, key, s.opts.ConsistentRead)
 	if err != nil {
 		return Info{}, err
 	}

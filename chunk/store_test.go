@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -17,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // noLen hides a reader's Len method: a payload of unknown length.
@@ -32,7 +35,7 @@ func TestRoundTrip(t *testing.T) {
 		const cs = DefaultChunkSize
 		sizes := []int{0, 1, DefaultInlineLimit, DefaultInlineLimit + 1, cs - 1, cs, cs + 1, 5*cs + 123}
 		for _, comp := range []Compression{None, Gzip} {
-			st := e.store(func(o *Options) { o.Compression = comp })
+			st := e.store(t, func(o *Options) { o.Compression = comp })
 			for _, n := range sizes {
 				for _, mode := range []string{"bytes", "reader"} {
 					name := fmt.Sprintf("%s/%d/%s", comp, n, mode)
@@ -123,7 +126,7 @@ func checkInfo(t *testing.T, info Info, data []byte, comp Compression, cs int) {
 func TestOverwrite(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
-		st := e.store(func(o *Options) { o.ChunkSize = 1000; o.InlineLimit = 100 })
+		st := e.store(t, func(o *Options) { o.ChunkSize = 1000; o.InlineLimit = 100 })
 		ctx := context.Background()
 		key := sKey("k")
 		var prev Info
@@ -154,7 +157,7 @@ func TestOverwrite(t *testing.T) {
 func TestKeys(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv, "n:N", "b:B")
-		st := e.store(func(o *Options) { o.ChunkSize = 1000 })
+		st := e.store(t, func(o *Options) { o.ChunkSize = 1000 })
 		ctx := context.Background()
 		key := func(n string) Key {
 			return Key{PartitionName: "n", Partition: &types.AttributeValueMemberN{Value: n},
@@ -187,7 +190,7 @@ type thread struct {
 func TestAttributes(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv, "ForumName:S", "Subject:S")
-		st := e.store()
+		st := e.store(t)
 		ctx := context.Background()
 		key := Key{PartitionName: "ForumName", Partition: &types.AttributeValueMemberS{Value: "DynamoDB"},
 			SortName: "Subject", Sort: &types.AttributeValueMemberS{Value: "Thread1"}}
@@ -256,8 +259,8 @@ func TestAttributes(t *testing.T) {
 func TestRejectedUpFront(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
-		h := newHookClient(e.c)
-		st := New(h, e.parents, e.chunks, func(o *Options) { o.MaxSize = 10_000; o.ChunkSize = 1000 })
+		c, h := e.countingClient()
+		st := newStore(t, c, e.parents, e.chunks, func(o *Options) { o.MaxSize = 10_000; o.ChunkSize = 1000 })
 		ctx := context.Background()
 		longKey := sKey(strings.Repeat("k", 2020))
 		tests := []struct {
@@ -305,20 +308,55 @@ func TestRejectedUpFront(t *testing.T) {
 	})
 }
 
+// TestNotFound: reads of a key without payload fail with ErrNotFound (the
+// value every dynashard package shares); Delete of one succeeds, as
+// DeleteItem does, whether the parent item is absent or holds no payload
+// (which Delete then leaves alone), and so does deleting twice.
 func TestNotFound(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
-		st := e.store()
+		st := e.store(t)
 		ctx := context.Background()
 		k := sKey("missing")
 		_, _, err := st.Get(ctx, k)
 		_, err2 := st.Open(ctx, k)
 		_, err3 := st.Stat(ctx, k)
-		err4 := st.Delete(ctx, k)
-		for i, err := range []error{err, err2, err3, err4} {
-			if !errors.Is(err, ErrNotFound) {
+		for i, err := range []error{err, err2, err3} {
+			if !errors.Is(err, ErrNotFound) || !errors.Is(err, errs.NotFound) {
 				t.Errorf("call %d: got %v, want ErrNotFound", i, err)
 			}
+		}
+		if err := st.Delete(ctx, k); err != nil {
+			t.Errorf("delete of an absent parent: got %v, want nil", err)
+		}
+
+		bare := sKey("no payload")
+		item := map[string]types.AttributeValue{"pk": bare.Partition, "Owner": &types.AttributeValueMemberS{Value: "ann"}}
+		if _, err := e.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: &e.parents, Item: item}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Delete(ctx, bare); err != nil {
+			t.Errorf("delete of a parent without payload: got %v, want nil", err)
+		}
+		out, err := e.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.parents, Key: bare.item(), ConsistentRead: aws.Bool(true)})
+		if err != nil || out.Item == nil {
+			t.Errorf("the parent without payload: %v, %v; want it left alone", out.Item, err)
+		}
+
+		stored := sKey("stored")
+		if _, err := st.Put(ctx, stored, payload(DefaultChunkSize+1, 5, false)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			if err := st.Delete(ctx, stored); err != nil {
+				t.Errorf("delete %d: got %v, want nil", i+1, err)
+			}
+		}
+		if _, err := st.Stat(ctx, stored); !errors.Is(err, ErrNotFound) {
+			t.Errorf("stat after delete: got %v, want ErrNotFound", err)
+		}
+		if keys := e.keysOf(t, stored); len(keys) != 0 {
+			t.Errorf("%d chunks left after delete, want none", len(keys))
 		}
 	})
 }
@@ -382,7 +420,7 @@ func TestCorruption(t *testing.T) {
 		}
 		for i, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				st := e.store(func(o *Options) { o.ChunkSize = 1000; o.Compression = tt.comp })
+				st := e.store(t, func(o *Options) { o.ChunkSize = 1000; o.Compression = tt.comp })
 				key := sKey(fmt.Sprint("c", i))
 				n := 4500
 				if tt.name == "inline byte" {
@@ -409,6 +447,74 @@ func TestCorruption(t *testing.T) {
 				_, err = io.Copy(io.Discard, r)
 				if !errors.As(err, &ce) {
 					t.Errorf("reader: got %v, want a *CorruptError", err)
+				}
+			})
+		}
+	})
+}
+
+// TestDamagedParent damages a parent item so that it claims a 1 GiB
+// payload. Sizes that contradict each other or the chunk count are a
+// *CorruptError before any chunk is read; a parent consistent in itself
+// fails on its missing chunks. Either way Get allocates a small fraction
+// of the claimed size.
+func TestDamagedParent(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		e := newEnv(t, srv)
+		c, oc := e.countingClient()
+		ctx := context.Background()
+		const claim = 1 << 30
+		num := func(x int64) types.AttributeValue {
+			return &types.AttributeValueMemberN{Value: strconv.FormatInt(x, 10)}
+		}
+		tests := []struct {
+			name        string
+			comp        Compression
+			set         map[string]types.AttributeValue
+			readsChunks bool
+		}{
+			{"size differs from the stored size", None, map[string]types.AttributeValue{attrSize: num(claim)}, false},
+			{"more stored bytes than the chunks hold", None,
+				map[string]types.AttributeValue{attrSize: num(claim), attrStored: num(claim)}, false},
+			{"more than gzip can inflate", Gzip, map[string]types.AttributeValue{attrSize: num(claim)}, false},
+			{"consistent, chunks missing", None, map[string]types.AttributeValue{
+				attrSize: num(claim), attrStored: num(claim), attrCount: num(claim/DefaultChunkSize + 1)}, true},
+		}
+		for i, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				st := newStore(t, c, e.parents, e.chunks, func(o *Options) { o.ChunkSize = 1000; o.Compression = tt.comp })
+				key := sKey(fmt.Sprint("damaged", i))
+				info, err := st.Put(ctx, key, payload(3000, uint64(i), tt.comp == Gzip))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var sets []string
+				values := map[string]types.AttributeValue{}
+				for name, v := range tt.set {
+					sets = append(sets, name+" = :"+name)
+					values[":"+name] = v
+				}
+				if _, err := e.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &e.parents, Key: key.item(),
+					UpdateExpression: aws.String("SET " + strings.Join(sets, ", ")), ExpressionAttributeValues: values}); err != nil {
+					t.Fatal(err)
+				}
+				oc.reset()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				got, _, err := st.Get(ctx, key)
+				runtime.ReadMemStats(&after)
+				var ce *CorruptError
+				if !errors.As(err, &ce) || got != nil {
+					t.Fatalf("got %d bytes, %v; want a *CorruptError", len(got), err)
+				}
+				if ce.Version != info.Version {
+					t.Errorf("corrupt error of version %s, want %s", ce.Version, info.Version)
+				}
+				if n := after.TotalAlloc - before.TotalAlloc; n > claim/16 {
+					t.Errorf("Get allocated %d MiB for a parent claiming %d MiB", n>>20, claim>>20)
+				}
+				if n := oc.count("BatchGetItem"); (n > 0) != tt.readsChunks {
+					t.Errorf("%d BatchGetItem requests, want some: %v", n, tt.readsChunks)
 				}
 			})
 		}

@@ -16,9 +16,13 @@ import (
 // whole chunk table with one segment.
 type SweepOptions struct {
 	// Segments scans the chunk table as this many parallel Scan segments
-	// (Scan's TotalSegments). Default 1.
+	// (Scan's TotalSegments), at most 1,000,000 as DynamoDB allows. Zero
+	// means 1.
 	Segments int
 }
+
+// maxSegments is the most TotalSegments a Scan may have.
+const maxSegments = 1_000_000
 
 // SweepStats counts what a Sweep saw and did.
 type SweepStats struct {
@@ -50,11 +54,20 @@ type SweepStats struct {
 // payload bytes are not sent back). Run it rarely: orphans are the
 // exception, not the rule.
 func (s *Store) Sweep(ctx context.Context, optFns ...func(*SweepOptions)) (SweepStats, error) {
+	s, err := s.begin(ctx, "Sweep", nil)
+	if err != nil {
+		return SweepStats{}, err
+	}
 	var o SweepOptions
 	for _, f := range optFns {
-		f(&o)
+		if f != nil {
+			f(&o)
+		}
 	}
-	if o.Segments < 1 {
+	switch {
+	case o.Segments < 0 || o.Segments > maxSegments:
+		return SweepStats{}, invalid("Sweep", "SweepOptions.Segments %d outside [0, %d]", o.Segments, maxSegments)
+	case o.Segments == 0:
 		o.Segments = 1
 	}
 	sw := &sweep{s: s, parents: map[string]parentCheck{}}
@@ -62,7 +75,7 @@ func (s *Store) Sweep(ctx context.Context, optFns ...func(*SweepOptions)) (Sweep
 	for seg := 0; seg < o.Segments; seg++ {
 		g.Go(func() error { return sw.segment(gctx, seg, o.Segments) })
 	}
-	err := g.Wait()
+	err = g.Wait()
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	return sw.stats, err
@@ -116,7 +129,7 @@ func (sw *sweep) page(ctx context.Context, items []map[string]types.AttributeVal
 	var orphans []string
 	var young, current, foreign int
 	for _, item := range items {
-		k, ok := item[s.opts.ChunkKeyAttribute].(*types.AttributeValueMemberS)
+		k, ok := asS(item[s.opts.ChunkKeyAttribute])
 		pk, ok2 := item[attrParent].(*types.AttributeValueMemberM)
 		if !ok || !ok2 {
 			foreign++

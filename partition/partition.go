@@ -1,16 +1,3 @@
-// Package partition encodes the DynamoDB developer guide's partition
-// arithmetic: a table's partitions follow from its provisioned throughput
-// and size (3,000 RCU, 1,000 WCU and about 10 GB per partition); raising
-// throughput past what they serve doubles their count, a full partition
-// splits in two with half the throughput each, and partitions never merge,
-// so lowering throughput thins every partition. [NewLayout],
-// [Layout.Provision] and [Layout.Split] model that; [Recommend] picks the
-// shard count for one hot logical key (package shard) and states what
-// reading it back costs.
-//
-// Everything here is pure arithmetic, safe for concurrent use. Figures
-// that are negative, not finite or beyond [MaxPartitions] are refused with
-// [ErrWorkload] rather than answered with nonsense.
 package partition
 
 import (
@@ -19,7 +6,6 @@ import (
 	"math"
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
-	"github.com/dynashard/dynashard/shard"
 )
 
 // The DynamoDB guide's per-partition limits, which partition planning and
@@ -43,11 +29,24 @@ type Partition struct {
 // promise about what DynamoDB does internally today (adaptive capacity and
 // on-demand tables behave better, but neither is to be relied on).
 //
+// Each partition holds a range of the key-hash space (see the package doc):
+// Ranges[i] is the range of Partitions[i]. The layouts this package returns
+// always have one range per partition, and the ranges tile the space. A
+// Layout built by hand without Ranges, or with a different number of them,
+// is read as an even split of the space in partition order.
+//
 // The zero Layout has no partitions. Methods return a new Layout and never
 // modify the receiver, so a Layout is safe for concurrent reads.
 type Layout struct {
 	Partitions []Partition
+	Ranges     []Range
 }
+
+// maxN is shard.MaxN, the largest shard count Recommend may return,
+// restated so that package partition imports nothing above internal/: the
+// fault proxy, which package shard's tests use, imports it. A test keeps
+// the two equal.
+const maxN = 10_000
 
 // MaxPartitions bounds the partitions the planning functions model: far
 // above any real table (a table at the default quota of 40,000 RCU and
@@ -119,12 +118,18 @@ func NewLayout(rcu, wcu float64, bytes int64) (Layout, error) {
 	return even(max(tp, sp), rcu, wcu), nil
 }
 
+// even returns n partitions sharing rcu and wcu evenly, over an even split
+// of the key-hash space.
 func even(n int, rcu, wcu float64) Layout {
+	return Layout{Partitions: shares(n, rcu, wcu), Ranges: evenRanges(n)}
+}
+
+func shares(n int, rcu, wcu float64) []Partition {
 	p := make([]Partition, n)
 	for i := range p {
 		p[i] = Partition{RCU: rcu / float64(n), WCU: wcu / float64(n)}
 	}
-	return Layout{Partitions: p}
+	return p
 }
 
 // Len returns the number of partitions.
@@ -141,24 +146,28 @@ func (l Layout) Total() (rcu, wcu float64) {
 
 // Provision returns the layout after the table's throughput is changed to
 // rcu and wcu. If the new throughput needs more partitions than the table
-// has, the partition count doubles (repeatedly, until it is enough);
-// otherwise it stays, even when throughput is lowered, because partitions
-// never merge. The throughput is then divided evenly. Figures that
-// ThroughputPartitions refuses, or a doubling past MaxPartitions, are an
-// error wrapping ErrWorkload.
+// has, the partition count doubles (repeatedly, until it is enough), every
+// doubling splitting each partition's range in two (partition i's halves
+// become 2i and 2i+1); otherwise the partitions and their ranges stay, even
+// when throughput is lowered, because partitions never merge. The
+// throughput is then divided evenly. Figures that ThroughputPartitions
+// refuses, or a doubling past MaxPartitions, are an error wrapping
+// ErrWorkload.
 func (l Layout) Provision(rcu, wcu float64) (Layout, error) {
 	need, err := ThroughputPartitions(rcu, wcu)
 	if err != nil {
 		return Layout{}, err
 	}
-	n := max(1, len(l.Partitions))
-	for n < need {
-		n *= 2
+	ranges := l.ranges()
+	for len(ranges) < need {
+		if 2*len(ranges) > MaxPartitions {
+			return Layout{}, fmt.Errorf("%w: doubling %d partitions for %g RCU and %g WCU passes MaxPartitions (%d)", ErrWorkload, len(l.Partitions), rcu, wcu, MaxPartitions)
+		}
+		if ranges, err = halveAll(ranges); err != nil {
+			return Layout{}, err
+		}
 	}
-	if n > MaxPartitions {
-		return Layout{}, fmt.Errorf("%w: doubling %d partitions for %g RCU and %g WCU passes MaxPartitions (%d)", ErrWorkload, len(l.Partitions), rcu, wcu, MaxPartitions)
-	}
-	return even(n, rcu, wcu), nil
+	return Layout{Partitions: shares(len(ranges), rcu, wcu), Ranges: ranges}, nil
 }
 
 // ErrNoPartition is returned by [Layout.Split] for an index outside the
@@ -166,17 +175,27 @@ func (l Layout) Provision(rcu, wcu float64) (Layout, error) {
 var ErrNoPartition = errors.New("partition: no such partition")
 
 // Split returns the layout after partition i fills and splits: it is
-// replaced by two partitions, each with half its throughput, placed at i and
-// at the end. The table's total throughput is unchanged.
+// replaced by two partitions, each with half its throughput and half its
+// range, the lower half placed at i and the upper half at the end. The
+// table's total throughput is unchanged. A split past MaxPartitions, or of
+// a range holding a single hash, is an error wrapping ErrWorkload.
 func (l Layout) Split(i int) (Layout, error) {
 	if i < 0 || i >= len(l.Partitions) {
 		return Layout{}, fmt.Errorf("%w: %d of %d", ErrNoPartition, i, len(l.Partitions))
 	}
+	if len(l.Partitions) >= MaxPartitions {
+		return Layout{}, fmt.Errorf("%w: splitting partition %d passes MaxPartitions (%d)", ErrWorkload, i, MaxPartitions)
+	}
+	r := append([]Range(nil), l.ranges()...)
+	lo, hi, ok := r[i].halves()
+	if !ok {
+		return Layout{}, fmt.Errorf("%w: partition %d holds the single hash %d", ErrWorkload, i, r[i].Start)
+	}
+	r[i] = lo
 	p := append([]Partition(nil), l.Partitions...)
 	half := Partition{RCU: p[i].RCU / 2, WCU: p[i].WCU / 2}
 	p[i] = half
-	p = append(p, half)
-	return Layout{Partitions: p}, nil
+	return Layout{Partitions: append(p, half), Ranges: append(r, hi)}, nil
 }
 
 // Workload describes the traffic on one logical (hot) partition key, the
@@ -230,60 +249,76 @@ var ErrWorkload = errors.New("partition: cannot plan workload")
 // eventually consistent). Sharding trades write headroom for read cost, so
 // the smallest sufficient N is the recommendation.
 func Recommend(w Workload) (Recommendation, error) {
-	for _, f := range []float64{w.WritesPerSecond, w.ReadsPerSecond, float64(w.ItemBytes), float64(w.ReadBytes), w.Utilization} {
-		if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-			return Recommendation{}, fmt.Errorf("%w: %+v: negative or non-finite figure", ErrWorkload, w)
-		}
-	}
-	util := w.Utilization
-	if util == 0 {
-		util = 0.5
-	}
-	if util > 1 {
-		return Recommendation{}, fmt.Errorf("%w: utilization %v > 1", ErrWorkload, util)
-	}
-	item := w.ItemBytes
-	if item == 0 {
-		item = 1024
-	}
-	if item > ddbsize.MaxItemSize {
-		return Recommendation{}, fmt.Errorf("%w: item size %d over DynamoDB's %d-byte limit", ErrWorkload, item, ddbsize.MaxItemSize)
+	util, item, err := w.checked()
+	if err != nil {
+		return Recommendation{}, err
 	}
 	r := Recommendation{WCUPerWrite: (item + 1023) / 1024}
 	wcu := w.WritesPerSecond * float64(r.WCUPerWrite)
 	// Compare before converting: a tiny utilization or a huge rate must
 	// not overflow into a small N.
 	need := wcu / (util * PartitionWCU)
-	if need > shard.MaxN {
-		return Recommendation{}, fmt.Errorf("%w: %.0f WCU/s at %g utilization needs more than shard.MaxN = %d shards", ErrWorkload, wcu, util, shard.MaxN)
+	if need > maxN {
+		return Recommendation{}, fmt.Errorf("%w: %.0f WCU/s at %g utilization needs more than shard.MaxN = %d shards", ErrWorkload, wcu, util, maxN)
 	}
-	n := max(1, ceilInt(need))
-	r.N = n
-	r.WCUPerKey = wcu / float64(n)
+	r.N = max(1, ceilInt(need))
+	r.WCUPerKey = wcu / float64(r.N)
+	r.planReads(w)
+	r.explain(wcu, util)
+	return r, nil
+}
 
+// checked returns w's utilization and item size with their defaults
+// applied, or an error wrapping ErrWorkload for figures Recommend refuses.
+func (w Workload) checked() (util float64, item int, err error) {
+	for _, f := range []float64{w.WritesPerSecond, w.ReadsPerSecond, float64(w.ItemBytes), float64(w.ReadBytes), w.Utilization} {
+		if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, 0, fmt.Errorf("%w: %+v: negative or non-finite figure", ErrWorkload, w)
+		}
+	}
+	util, item = w.Utilization, w.ItemBytes
+	if util == 0 {
+		util = 0.5
+	}
+	if item == 0 {
+		item = 1024
+	}
+	switch {
+	case util > 1:
+		return 0, 0, fmt.Errorf("%w: utilization %v > 1", ErrWorkload, util)
+	case item > ddbsize.MaxItemSize:
+		return 0, 0, fmt.Errorf("%w: item size %d over DynamoDB's %d-byte limit", ErrWorkload, item, ddbsize.MaxItemSize)
+	}
+	return util, item, nil
+}
+
+// planReads fills in the read fan-out cost of r.N shards. Each Query is
+// charged per 4 KB of what it returns, rounded up, and at least one unit:
+// with N shards a read returns ReadBytes/N per shard.
+func (r *Recommendation) planReads(w Workload) {
 	unit := 0.5
 	if w.Consistent {
 		unit = 1
 	}
-	// Each Query is charged per 4 KB of what it returns, rounded up, and at
-	// least one unit: with N shards a read returns ReadBytes/N per shard.
-	perShard := float64(w.ReadBytes) / float64(n)
-	units := max(1, math.Ceil(perShard/4096))
+	n := r.N
+	units := max(1, math.Ceil(float64(w.ReadBytes)/float64(n)/4096))
 	r.QueriesPerRead = n
 	r.RCUPerRead = float64(n) * units * unit
 	r.QueriesPerSec = w.ReadsPerSecond * float64(n)
 	r.RCUPerSec = w.ReadsPerSecond * r.RCUPerRead
 	r.ReadRCUPerKey = w.ReadsPerSecond * units * unit
 	r.WithinReadLimit = r.ReadRCUPerKey <= PartitionRCU
+}
 
-	if n == 1 {
+// explain writes r's Explanation for a peak of wcu WCU/s planned at util.
+func (r *Recommendation) explain(wcu, util float64) {
+	if r.N == 1 {
 		r.Explanation = fmt.Sprintf("%.0f WCU/s fits in one key at %.0f%% of the 1,000 WCU partition limit: no sharding needed.", wcu, 100*util)
 	} else {
 		r.Explanation = fmt.Sprintf("%.0f WCU/s over %d keys is %.0f WCU/s each, within %.0f%% of the 1,000 WCU partition limit; every whole-key read becomes %d Queries costing at least %.1f RCU.",
-			wcu, n, r.WCUPerKey, 100*util, n, r.RCUPerRead)
+			wcu, r.N, r.WCUPerKey, 100*util, r.N, r.RCUPerRead)
 	}
 	if !r.WithinReadLimit {
 		r.Explanation += fmt.Sprintf(" Reads need %.0f RCU/s per key, over the 3,000 RCU partition limit: cache or shard reads differently.", r.ReadRCUPerKey)
 	}
-	return r, nil
 }

@@ -10,11 +10,18 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// CacheStats counts what the read-through cache did.
+// CacheStats counts what a Repo's read-through cache did since New, as
+// Repo.CacheStats reports it; the zero value is an empty count, and all a
+// Repo without a cache reports.
 type CacheStats struct {
+	// Hits are Gets served from the cache; Misses, Gets that read the
+	// table (concurrent misses of one item share one read); Evictions,
+	// entries dropped for the bounds or the TTL (not for a write).
 	Hits, Misses, Evictions int64
-	Entries                 int
-	Bytes                   int64
+	// Entries and Bytes are what the cache holds now, Bytes weighed as
+	// DynamoDB sizes the stored items.
+	Entries int
+	Bytes   int64
 }
 
 // cache is a read-through LRU for point reads, bounded by entries and

@@ -2,17 +2,23 @@ package repo_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dynashard/dynashard/internal/ddbtest"
 )
 
 // The wrappers below all pass every request on to a real *dynamodb.Client
 // talking to a real server; none of them answers in its place, except
-// where staleClient says so.
+// where staleClient says so. Requests are counted by a middleware of a real
+// client (countingClient), not by a wrapper.
 
 // staleClient is a real client whose eventually consistent GetItem returns
 // the item as it was before the last write through this client, as
@@ -104,46 +110,60 @@ func (c *staleClient) Query(ctx context.Context, in *dynamodb.QueryInput, optFns
 	return c.Client.Query(ctx, in, optFns...)
 }
 
-// requestCounter counts every request on its way to the real server, to
-// show that rejected input sends none.
-type requestCounter struct {
-	*dynamodb.Client
-	n atomic.Int64
+// requests counts the requests a real client sends (each attempt), by
+// operation, with a Finalize middleware, as shard's tests do: tests use it
+// to show that rejected input, or a layout mismatch, sends no data
+// request.
+type requests struct {
+	mu  sync.Mutex
+	ops []string
 }
 
-func (c *requestCounter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	c.n.Add(1)
-	return c.Client.GetItem(ctx, in, optFns...)
+// countingClient returns a real SDK client for s whose requests are
+// counted in the returned *requests.
+func countingClient(s *ddbtest.Server) (*dynamodb.Client, *requests) {
+	q := &requests{}
+	return s.Client(q.count), q
 }
 
-func (c *requestCounter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	c.n.Add(1)
-	return c.Client.PutItem(ctx, in, optFns...)
+// count is a dynamodb option that adds the counting middleware.
+func (q *requests) count(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("count", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			q.mu.Lock()
+			q.ops = append(q.ops, awsmiddleware.GetOperationName(ctx))
+			q.mu.Unlock()
+			return next.HandleFinalize(ctx, in)
+		}), middleware.After)
+	})
 }
 
-func (c *requestCounter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	c.n.Add(1)
-	return c.Client.UpdateItem(ctx, in, optFns...)
+// sent returns the operations sent since the last reset, in order.
+func (q *requests) sent() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.ops)
 }
 
-func (c *requestCounter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	c.n.Add(1)
-	return c.Client.DeleteItem(ctx, in, optFns...)
+// n returns how many requests were sent since the last reset.
+func (q *requests) n() int { return len(q.sent()) }
+
+// of returns how many requests of operation op were sent since the last
+// reset.
+func (q *requests) of(op string) int {
+	n := 0
+	for _, o := range q.sent() {
+		if o == op {
+			n++
+		}
+	}
+	return n
 }
 
-func (c *requestCounter) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	c.n.Add(1)
-	return c.Client.BatchWriteItem(ctx, in, optFns...)
-}
-
-func (c *requestCounter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	c.n.Add(1)
-	return c.Client.BatchGetItem(ctx, in, optFns...)
-}
-
-func (c *requestCounter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	c.n.Add(1)
-	return c.Client.Query(ctx, in, optFns...)
+func (q *requests) reset() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.ops = nil
 }
 
 // panickingClient is a real client whose GetItem and BatchGetItem panic

@@ -2,12 +2,13 @@ package repo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/dynashardtest"
 	"github.com/dynashard/dynashard/repo"
 	"github.com/dynashard/dynashard/shard"
 )
@@ -15,27 +16,37 @@ import (
 func Example() {
 	ctx := context.Background()
 	// A local server stands in for DynamoDB here; in production, pass your
-	// *dynamodb.Client and an existing table.
-	srv, err := ddbtest.Default()
+	// *dynamodb.Client and the layout of an existing table.
+	srv, err := dynashardtest.NewServer()
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer srv.Close()
 	c := srv.Client()
-	in, _ := ddbtest.TableInput("pk:S", "sk:S")
-	table, err := srv.NewTable(ctx, in)
+
+	// One busy day spread over 8 partition keys: "2014-07-09.1" … ".8".
+	layout := shard.Layout{
+		Table:        dynashardtest.TableName("orders"),
+		PartitionKey: "pk",
+		SortKey:      "sk",
+		Strategy:     shard.Hash(8),
+	}
+	in, err := layout.CreateTableInput()
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &table})
+	if err := srv.CreateTable(ctx, in); err != nil {
+		log.Fatal(err)
+	}
+	defer c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &layout.Table})
 
 	type Order struct {
 		Day    string `dynamodbav:"pk"`
 		ID     string `dynamodbav:"sk"`
 		Amount int    `dynamodbav:"amount"`
 	}
-	orders, err := repo.New[Order](c, table, "pk", "sk", func(o *repo.Options) {
-		o.Strategy = shard.Hash(8) // one busy day spread over 8 partition keys
-		o.CacheEntries = 1000
+	orders, err := repo.New[Order](c, layout, func(o *repo.Options) {
+		o.CacheEntries = 1000 // opt-in: a read-through cache for Get
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -59,7 +70,9 @@ func Example() {
 	for _, o := range page {
 		fmt.Println("page 1:", o.ID)
 	}
-	page, _, err = orders.List(ctx, "2014-07-09", 3, cursor)
+	page, _, err = orders.List(ctx, "2014-07-09", 3, cursor, func(o *repo.Options) {
+		o.ConsistentRead = true // for this call only
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -79,4 +92,56 @@ func Example() {
 	// page 2: ORD-4
 	// page 2: ORD-5
 	// count: 5
+}
+
+// Put with optimistic locking: each Put stores the next version, and a Put
+// of a value read before someone else's write fails with ErrConflict.
+func ExampleRepo_Put() {
+	ctx := context.Background()
+	srv, err := dynashardtest.NewServer()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c := srv.Client()
+	layout := shard.Layout{Table: dynashardtest.TableName("accounts"), PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(4)}
+	in, err := layout.CreateTableInput()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.CreateTable(ctx, in); err != nil {
+		log.Fatal(err)
+	}
+	defer c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &layout.Table})
+
+	type Account struct {
+		Tenant  string `dynamodbav:"pk"`
+		ID      string `dynamodbav:"sk"`
+		Balance int    `dynamodbav:"balance"`
+		Version int64  `dynamodbav:"version"`
+	}
+	accounts, err := repo.New[Account](c, layout, func(o *repo.Options) { o.Version = "version" })
+	if err != nil {
+		log.Fatal(err)
+	}
+	a, err := accounts.Create(ctx, "acme", Account{ID: "alice", Balance: 100})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("created, version", a.Version)
+
+	stale := a
+	a.Balance += 50
+	if a, err = accounts.Put(ctx, "acme", a); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("updated, version", a.Version)
+
+	stale.Balance -= 30
+	_, err = accounts.Put(ctx, "acme", stale)
+	fmt.Println("stale update refused:", errors.Is(err, repo.ErrConflict))
+	// Output:
+	// created, version 1
+	// updated, version 2
+	// stale update refused: true
 }

@@ -67,20 +67,16 @@ func recovered(f func()) (v any) {
 func TestPanicReachesCaller(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		st := chunk.New(s.Client(), table, s.Table(t, "ChunkKey:S"), func(o *chunk.Options) { o.InlineLimit = 100 })
+		l := newTable(t, s, 16)
+		st := newStore(t, s, s.Client(), l, func(o *chunk.Options) { o.InlineLimit = 100 })
 		pc := &panickingClient{Client: s.Client()}
-		newRepo := func(c repo.Client, optFns ...func(*repo.Options)) *repo.Repo[Fragile] {
-			r, err := repo.New[Fragile](c, table, "pk", "sk", optFns...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
+		newRepo := func(c repo.Client, l shard.Layout, optFns ...func(*repo.Options)) *repo.Repo[Fragile] {
+			return newRepo[Fragile](t, c, l, optFns...)
 		}
-		large := func(o *repo.Options) { o.Large = &repo.LargeField{Attribute: "body", Store: st} }
+		large := large("body", st)
 		cached := func(o *repo.Options) { o.CacheEntries = 10 }
-		plain := newRepo(s.Client())
-		big := newRepo(s.Client(), large)
+		plain := newRepo(s.Client(), l)
+		big := newRepo(s.Client(), l, large)
 		for i, n := range []int{10, 5000, 20_000} {
 			if _, err := big.Put(ctx, "b", Fragile{ID: strconv.Itoa(i), F: fragile{"x"}, Body: bytes.Repeat([]byte("b"), n)}); err != nil {
 				t.Fatal(err)
@@ -101,18 +97,21 @@ func TestPanicReachesCaller(t *testing.T) {
 		get := func(r *repo.Repo[Fragile]) func() {
 			return func() { r.Get(ctx, "b", "1") }
 		}
-		pcCached := newRepo(pc, cached, large)
+		pcCached := newRepo(pc, l, cached, large)
 		var armed atomic.Bool
-		fs := newRepo(s.Client(), large, func(o *repo.Options) {
-			o.Strategy = fragileStrategy{Strategy: shard.Hash(repo.DefaultShards), armed: &armed}
-		})
+		// A user's Strategy is recorded under its Go type, not as "hash":
+		// this layout is trusted (Unchecked) to read what Hash(16) wrote.
+		fl := l
+		fl.Strategy = fragileStrategy{Strategy: l.Strategy, armed: &armed}
+		fl.Unchecked = true
+		fs := newRepo(s.Client(), fl, large)
 		for _, tc := range []struct {
 			name string
 			call func()
 		}{
 			{"Get", get(plain)},
-			{"cached Get", get(newRepo(s.Client(), cached))},
-			{"cached large Get", get(newRepo(s.Client(), cached, large))},
+			{"cached Get", get(newRepo(s.Client(), l, cached))},
+			{"cached large Get", get(newRepo(s.Client(), l, cached, large))},
 			{"List", list(plain)},
 			{"List large", list(big)},
 			{"All", all(plain)},
@@ -141,9 +140,9 @@ func TestPanicReachesCaller(t *testing.T) {
 // Get).
 func TestNilContext(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
-		table := s.Table(t, "pk:S", "sk:S")
-		rc := &requestCounter{Client: s.Client()}
-		st := chunk.New(rc, table, s.Table(t, "ChunkKey:S"))
+		l := newTable(t, s, 16)
+		rc, sent := countingClient(s)
+		st := newStore(t, s, rc, l)
 		var nilCtx context.Context
 		for _, cfg := range []struct {
 			name string
@@ -153,10 +152,7 @@ func TestNilContext(t *testing.T) {
 			{"cached", func(o *repo.Options) { o.CacheEntries = 10 }},
 			{"large", func(o *repo.Options) { o.Large = &repo.LargeField{Attribute: "body", Store: st}; o.Version = "ver" }},
 		} {
-			r, err := repo.New[Reply](rc, table, "pk", "sk", cfg.opt)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newRepo[Reply](t, rc, l, cfg.opt)
 			calls := map[string]func() error{
 				"Create": func() error { _, err := r.Create(nilCtx, "b", Reply{ID: "a"}); return err },
 				"Put":    func() error { _, err := r.Put(nilCtx, "b", Reply{ID: "a"}); return err },
@@ -172,7 +168,7 @@ func TestNilContext(t *testing.T) {
 				},
 			}
 			for name, call := range calls {
-				rc.n.Store(0)
+				sent.reset()
 				var err error
 				if v := recovered(func() { err = call() }); v != nil {
 					t.Errorf("%s %s(nil ctx) panicked: %v", cfg.name, name, v)
@@ -181,7 +177,7 @@ func TestNilContext(t *testing.T) {
 				if !errors.Is(err, repo.ErrInvalid) {
 					t.Errorf("%s %s(nil ctx): got %v, want ErrInvalid", cfg.name, name, err)
 				}
-				if n := rc.n.Load(); n != 0 {
+				if n := sent.n(); n != 0 {
 					t.Errorf("%s %s(nil ctx) sent %d requests, want none", cfg.name, name, n)
 				}
 			}
@@ -205,7 +201,7 @@ func TestCursorKeyLength(t *testing.T) {
 		{bytes.Repeat([]byte("k"), 16), false},
 		{bytes.Repeat([]byte("k"), 32), false},
 	} {
-		_, err := repo.New[Order](c, "t", "pk", "sk", func(o *repo.Options) { o.CursorKey = tc.key })
+		_, err := repo.New[Order](c, layout("t", 16), func(o *repo.Options) { o.CursorKey = tc.key })
 		if got := errors.Is(err, repo.ErrInvalid); got != tc.wantErr {
 			t.Errorf("CursorKey of %d bytes: got %v, want ErrInvalid: %v", len(tc.key), err, tc.wantErr)
 		}
@@ -217,14 +213,12 @@ func TestCursorKeyLength(t *testing.T) {
 func TestVersionAtMax(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		rc := &requestCounter{Client: s.Client()}
-		r, err := repo.New[Order](rc, table, "pk", "sk", func(o *repo.Options) { o.Version = "ver" })
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newTable(t, s, 16)
+		rc, sent := countingClient(s)
+		r := newRepo[Order](t, rc, l, func(o *repo.Options) { o.Version = "ver" })
 		// An item written by someone else with the largest version.
-		pk := shard.Key("d", shard.Hash(repo.DefaultShards).Pick("a"))
+		table := l.Table
+		pk := shard.Key("d", l.Strategy.Pick("a"))
 		max := strconv.FormatInt(math.MaxInt64, 10)
 		if _, err := s.Client().PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
 			"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: "a"},
@@ -236,12 +230,12 @@ func TestVersionAtMax(t *testing.T) {
 		if err != nil || o.Version != math.MaxInt64 {
 			t.Fatalf("Get: got %+v, %v", o, err)
 		}
-		rc.n.Store(0)
+		sent.reset()
 		o.Amount = 2
 		if _, err := r.Put(ctx, "d", o); !errors.Is(err, repo.ErrInvalid) {
 			t.Errorf("Put at the largest version: got %v, want ErrInvalid", err)
 		}
-		if n := rc.n.Load(); n != 0 {
+		if n := sent.n(); n != 0 {
 			t.Errorf("Put at the largest version sent %d requests, want none", n)
 		}
 		if got, err := r.Get(ctx, "d", "a"); err != nil || got.Version != math.MaxInt64 || got.Amount != 1 {
@@ -256,12 +250,9 @@ func TestVersionAtMax(t *testing.T) {
 func TestCacheFillsFromConsistentReads(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
+		l := newTable(t, s, 16)
 		sc := newStaleClient(s.Client(), "pk", "sk")
-		r, err := repo.New[Order](sc, table, "pk", "sk", func(o *repo.Options) { o.CacheEntries = 10 })
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRepo[Order](t, sc, l, func(o *repo.Options) { o.CacheEntries = 10 })
 		for _, amount := range []int{1, 2} {
 			if _, err := r.Put(ctx, "d", Order{ID: "a", Amount: amount}); err != nil {
 				t.Fatal(err)
@@ -273,15 +264,9 @@ func TestCacheFillsFromConsistentReads(t *testing.T) {
 			}
 		}
 		// The same with a large field kept by a store that reads its parent
-		// items eventually consistently.
-		st := chunk.New(sc, table, s.Table(t, "ChunkKey:S"), func(o *chunk.Options) { o.EventuallyConsistent = true })
-		big, err := repo.New[Reply](sc, table, "pk", "sk", func(o *repo.Options) {
-			o.CacheEntries = 10
-			o.Large = &repo.LargeField{Attribute: "body", Store: st}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		// items eventually consistently (chunk's default).
+		st := newStore(t, s, sc, l)
+		big := newRepo[Reply](t, sc, l, large("body", st), func(o *repo.Options) { o.CacheEntries = 10 })
 		for _, body := range []string{"one", "two"} {
 			if _, err := big.Put(ctx, "t", Reply{ID: "r", Body: []byte(body)}); err != nil {
 				t.Fatal(err)
@@ -301,21 +286,17 @@ func TestCacheFillsFromConsistentReads(t *testing.T) {
 func TestConsistentReadOption(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
+		l := newTable(t, s, 3)
 		sc := newStaleClient(s.Client(), "pk", "sk")
-		st := chunk.New(sc, table, s.Table(t, "ChunkKey:S"), func(o *chunk.Options) { o.EventuallyConsistent = true })
+		st := newStore(t, s, sc, l) // reads parents eventually consistently, chunk's default
 		for _, consistent := range []bool{false, true} {
 			for _, large := range []bool{false, true} {
-				r, err := repo.New[Reply](sc, table, "pk", "sk", func(o *repo.Options) {
+				r := newRepo[Reply](t, sc, l, func(o *repo.Options) {
 					o.ConsistentRead = consistent
-					o.Strategy = shard.Hash(3)
 					if large {
 						o.Large = &repo.LargeField{Attribute: "body", Store: st}
 					}
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
 				base := "c" + strconv.FormatBool(consistent) + strconv.FormatBool(large)
 				for _, body := range []string{"one", "two"} {
 					if _, err := r.Put(ctx, base, Reply{ID: "r", Body: []byte(body)}); err != nil {
@@ -374,18 +355,15 @@ func scribble(v *Tagged) {
 func TestCacheReturnsCopies(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		st := chunk.New(s.Client(), table, s.Table(t, "ChunkKey:S"))
+		l := newTable(t, s, 16)
+		st := newStore(t, s, s.Client(), l)
 		for _, large := range []bool{false, true} {
-			r, err := repo.New[Tagged](s.Client(), table, "pk", "sk", func(o *repo.Options) {
+			r := newRepo[Tagged](t, s.Client(), l, func(o *repo.Options) {
 				o.CacheEntries = 10
 				if large {
 					o.Large = &repo.LargeField{Attribute: "blob", Store: st}
 				}
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			base := "b" + strconv.FormatBool(large)
 			want := Tagged{
 				ID: "a", Tags: []string{"x", "y"}, Attrs: map[string]string{"k": "v"}, Blob: []byte("blob"),

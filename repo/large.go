@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/chunk"
+	"github.com/dynashard/dynashard/shard"
 )
 
 // LargeField stores one attribute of T through a chunk store, so its value
@@ -24,38 +26,53 @@ import (
 //
 // Get reads the item itself, with the Repo's consistency (strongly
 // consistent to fill the cache, else as Options.ConsistentRead says),
-// whatever the store's EventuallyConsistent option says; the store then
-// reads the chunks the item names.
+// whatever the store's ConsistentRead option says; the store then reads
+// the chunks the item names. The item is written through the store, not
+// through shard.Table, so the Repo checks the layout itself: Put records
+// or checks the base's layout record (shard.Layout.Record) before writing
+// anything, Get and Delete check it (shard.Layout.Verify) before reading
+// or deleting.
+//
+// The zero value has no store; New refuses it.
 type LargeField struct {
-	// Attribute is the attribute name, as T marshals it.
+	// Attribute is the attribute name, as T marshals it. It must not be a
+	// key or the version attribute.
 	Attribute string
 	// Store is a chunk store whose parent table is the Repo's table.
 	Store *chunk.Store
 }
 
-func (l *LargeField) check(table, pk, sk, version string) error {
+func (l *LargeField) check(layout shard.Layout, version string) error {
 	switch {
 	case l.Store == nil:
-		return fmt.Errorf("repo: table %s: LargeField %q has no chunk store", table, l.Attribute)
-	case l.Attribute == "" || l.Attribute == pk || l.Attribute == sk || l.Attribute == version:
-		return fmt.Errorf("repo: table %s: LargeField attribute %q must be a non-key, non-version attribute", table, l.Attribute)
+		return fmt.Errorf("%w: repo: table %s: LargeField %q has no chunk store", ErrInvalid, layout.Table, l.Attribute)
+	case l.Attribute == "" || l.Attribute == layout.PartitionKey || l.Attribute == layout.SortKey || l.Attribute == version:
+		return fmt.Errorf("%w: repo: table %s: LargeField attribute %q must be a non-key, non-version attribute", ErrInvalid, layout.Table, l.Attribute)
 	}
 	return nil
 }
 
-// largeAttr records whether the large value was a string, so reads give
-// back the type T declared.
+// largeIsString records whether the large value was a string, so reads
+// give back the type T declared.
 const largeIsString = "dynashard_large_s"
+
+// consistent makes a chunk call read its parent with strong consistency:
+// the store's default is eventually consistent.
+func consistent(o *chunk.Options) { o.ConsistentRead = true }
 
 func (r *Repo[T]) chunkKey(base, id string) (chunk.Key, error) {
 	pk, err := r.table.Key(base, id)
 	if err != nil {
 		return chunk.Key{}, err
 	}
+	return r.keyOf(pk, id), nil
+}
+
+func (r *Repo[T]) keyOf(pk, id string) chunk.Key {
 	return chunk.Key{
-		PartitionName: r.pk, Partition: &types.AttributeValueMemberS{Value: pk},
-		SortName: r.sk, Sort: &types.AttributeValueMemberS{Value: id},
-	}, nil
+		PartitionName: r.layout.PartitionKey, Partition: &types.AttributeValueMemberS{Value: pk},
+		SortName: r.layout.SortKey, Sort: &types.AttributeValueMemberS{Value: id},
+	}
 }
 
 func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]types.AttributeValue, cond expression.ConditionBuilder) error {
@@ -73,14 +90,18 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 		data = []byte(v.Value)
 		av[largeIsString] = &types.AttributeValueMemberBOOL{Value: true}
 	default:
-		return invalidError{fmt.Errorf("repo: table %s id %q: large attribute %q is %T, want B or S", r.name, id, attr, v)}
+		return r.invalid("id %q: large attribute %q is %T, want B or S", id, attr, v)
 	}
 	delete(av, attr)
-	delete(av, r.pk) // the key goes in as key, not as attributes
-	delete(av, r.sk)
+	delete(av, r.layout.PartitionKey) // the key goes in as key, not as attributes
+	delete(av, r.layout.SortKey)
 	if _, ok := av[largeIsString]; !ok {
 		// Clear a flag left by an earlier string value.
 		av[largeIsString] = &types.AttributeValueMemberNULL{Value: true}
+	}
+	// The store writes the parent itself, past shard.Table's check.
+	if err := r.layout.Record(ctx, r.c, base); err != nil {
+		return err
 	}
 	_, err = r.opts.Large.Store.Put(ctx, key, data, func(o *chunk.PutOptions) {
 		o.Attributes = av
@@ -90,49 +111,54 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 }
 
 // readLarge completes an item Get has read (with the consistency it chose,
-// whatever the store's EventuallyConsistent says): the payload is inline
-// in it or in the chunks it names.
-func (r *Repo[T]) readLarge(ctx context.Context, pk, id string, item map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	key := chunk.Key{
-		PartitionName: r.pk, Partition: &types.AttributeValueMemberS{Value: pk},
-		SortName: r.sk, Sort: &types.AttributeValueMemberS{Value: id},
-	}
-	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item)
+// whatever the store's ConsistentRead says): the payload is inline in it
+// or in the chunks it names.
+func (r *Repo[T]) readLarge(ctx context.Context, pk, id string, item map[string]types.AttributeValue, strong bool) (map[string]types.AttributeValue, error) {
+	key := r.keyOf(pk, id)
+	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item, chunkRead(strong))
 	if errors.Is(err, chunk.ErrNotFound) {
-		return nil, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, r.name, pk, id)
+		// The item exists but holds no payload: not one this Repo wrote.
+		return nil, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, r.layout.Table, pk, id)
 	}
 	if err != nil {
-		return nil, classify(err)
+		return nil, err
 	}
 	return r.assemble(key, data, info.Attributes), nil
 }
 
 // resolveLarge completes an item read by a Query: the payload is inline in
 // it or in the chunks it names.
-func (r *Repo[T]) resolveLarge(ctx context.Context, base string, item map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	id, _ := item[r.sk].(*types.AttributeValueMemberS)
+func (r *Repo[T]) resolveLarge(ctx context.Context, base string, item map[string]types.AttributeValue, strong bool) (map[string]types.AttributeValue, error) {
+	id, _ := item[r.layout.SortKey].(*types.AttributeValueMemberS)
 	if id == nil {
-		return nil, fmt.Errorf("repo: table %s: listed item lacks id %q", r.name, r.sk)
+		return nil, fmt.Errorf("repo: table %s: listed item lacks id %q", r.layout.Table, r.layout.SortKey)
 	}
 	key, err := r.chunkKey(base, id.Value)
 	if err != nil {
-		return nil, classify(err)
+		return nil, err
 	}
-	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item)
+	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item, chunkRead(strong))
 	if err != nil {
-		return nil, classify(err)
+		return nil, err
 	}
 	return r.assemble(key, data, info.Attributes), nil
+}
+
+// chunkRead returns the chunk option for a read that follows a parent
+// read of that consistency.
+func chunkRead(strong bool) func(*chunk.Options) {
+	if strong {
+		return consistent
+	}
+	return nil
 }
 
 // assemble returns the item as T marshals it: the store's attributes, the
 // key, and the payload under the large attribute.
 func (r *Repo[T]) assemble(key chunk.Key, data []byte, attrs map[string]types.AttributeValue) map[string]types.AttributeValue {
 	av := make(map[string]types.AttributeValue, len(attrs)+3)
-	for k, v := range attrs {
-		av[k] = v
-	}
-	av[r.pk], av[r.sk] = key.Partition, key.Sort
+	maps.Copy(av, attrs)
+	av[r.layout.PartitionKey], av[r.layout.SortKey] = key.Partition, key.Sort
 	if s, ok := av[largeIsString].(*types.AttributeValueMemberBOOL); ok && s.Value {
 		av[r.opts.Large.Attribute] = &types.AttributeValueMemberS{Value: string(data)}
 	} else if data != nil {
@@ -142,14 +168,15 @@ func (r *Repo[T]) assemble(key chunk.Key, data []byte, attrs map[string]types.At
 	return av
 }
 
+// deleteLarge deletes the item and its chunks through the store, which
+// returns nil for an absent item, after the layout check.
 func (r *Repo[T]) deleteLarge(ctx context.Context, base, id string) error {
 	key, err := r.chunkKey(base, id)
 	if err != nil {
 		return err
 	}
-	err = r.opts.Large.Store.Delete(ctx, key)
-	if errors.Is(err, chunk.ErrNotFound) {
-		return nil
+	if err := r.layout.Verify(ctx, r.c, base); err != nil {
+		return err
 	}
-	return err
+	return r.opts.Large.Store.Delete(ctx, key)
 }

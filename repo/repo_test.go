@@ -8,20 +8,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/repo"
+	"github.com/dynashard/dynashard/scatter"
 	"github.com/dynashard/dynashard/shard"
 )
-
-func TestMain(m *testing.M) { ddbtest.Main(m) }
 
 type Order struct {
 	Day     string `dynamodbav:"pk"` // set by the repo to the physical key on reads
@@ -42,11 +39,7 @@ type Reply struct {
 func TestPutGetListCount(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		r, err := repo.New[Order](s.Client(), table, "pk", "sk", func(o *repo.Options) { o.Strategy = shard.Hash(7) })
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRepo[Order](t, s.Client(), newTable(t, s, 7))
 		var want []string
 		for i := range 60 {
 			id := fmt.Sprintf("o%03d", i)
@@ -67,7 +60,7 @@ func TestPutGetListCount(t *testing.T) {
 			t.Errorf("Get missing: got %v, want ErrNotFound", err)
 		}
 		var ids []string
-		cursor := ""
+		var cursor scatter.Cursor
 		for {
 			page, next, err := r.List(ctx, "2026-11-22", 7, cursor)
 			if err != nil {
@@ -109,11 +102,8 @@ func TestPutGetListCount(t *testing.T) {
 func TestErrors(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		r, err := repo.New[Order](s.Client(), table, "pk", "sk", func(o *repo.Options) { o.CursorKey = []byte("a cursor key of at least 16 bytes") })
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newTable(t, s, 16)
+		r := newRepo[Order](t, s.Client(), l, func(o *repo.Options) { o.CursorKey = []byte("a cursor key of at least 16 bytes") })
 		if _, err := r.Put(ctx, "", Order{ID: "a"}); !errors.Is(err, repo.ErrInvalid) {
 			t.Errorf("empty base: got %v, want ErrInvalid", err)
 		}
@@ -133,17 +123,19 @@ func TestErrors(t *testing.T) {
 		if err != nil || next == "" {
 			t.Fatalf("List: %q, %v", next, err)
 		}
-		if _, _, err := r.List(ctx, "other-day", 1, next); !errors.Is(err, repo.ErrBadCursor) {
-			t.Errorf("cursor of another base: got %v, want ErrBadCursor", err)
+		if _, _, err := r.List(ctx, "other-day", 1, next); !errors.Is(err, repo.ErrInvalidCursor) || !errors.Is(err, repo.ErrInvalid) {
+			t.Errorf("cursor of another base: got %v, want ErrInvalidCursor", err)
 		}
 		tampered := next[:len(next)-2] + "AA"
 		if tampered == next {
 			tampered = next[:len(next)-2] + "BB"
 		}
-		if _, _, err := r.List(ctx, "d", 1, tampered); !errors.Is(err, repo.ErrBadCursor) {
-			t.Errorf("tampered cursor: got %v, want ErrBadCursor", err)
+		if _, _, err := r.List(ctx, "d", 1, tampered); !errors.Is(err, repo.ErrInvalidCursor) {
+			t.Errorf("tampered cursor: got %v, want ErrInvalidCursor", err)
 		}
-		if _, err := repo.New[Order](s.Client(), table, "pk", "sk", func(o *repo.Options) { o.Strategy = shard.Random(4) }); !errors.Is(err, repo.ErrInvalid) {
+		random := l
+		random.Strategy = shard.Random(4)
+		if _, err := repo.New[Order](s.Client(), random); !errors.Is(err, repo.ErrInvalid) {
 			t.Errorf("Random strategy: got %v, want ErrInvalid", err)
 		}
 	})
@@ -152,11 +144,7 @@ func TestErrors(t *testing.T) {
 func TestOptimisticLocking(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		r, err := repo.New[Order](s.Client(), table, "pk", "sk", func(o *repo.Options) { o.Version = "ver" })
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRepo[Order](t, s.Client(), newTable(t, s, 16), func(o *repo.Options) { o.Version = "ver" })
 		v1, err := r.Put(ctx, "d", Order{ID: "a", Amount: 1})
 		if err != nil || v1.Version != 1 {
 			t.Fatalf("create: got %+v, %v; want version 1", v1, err)
@@ -211,11 +199,7 @@ func TestOptimisticLocking(t *testing.T) {
 func TestCacheThroughRepo(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		r, err := repo.New[Order](s.Client(), table, "pk", "sk", func(o *repo.Options) { o.CacheEntries = 100 })
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRepo[Order](t, s.Client(), newTable(t, s, 16), func(o *repo.Options) { o.CacheEntries = 100 })
 		r.Put(ctx, "d", Order{ID: "a", Amount: 1})
 		for range 5 {
 			if got, err := r.Get(ctx, "d", "a"); err != nil || got.Amount != 1 {
@@ -239,16 +223,9 @@ func TestCacheThroughRepo(t *testing.T) {
 func TestLargeField(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		chunks := s.Table(t, "ChunkKey:S")
-		st := chunk.New(s.Client(), table, chunks, func(o *chunk.Options) { o.InlineLimit = 1000 })
-		r, err := repo.New[Reply](s.Client(), table, "pk", "sk", func(o *repo.Options) {
-			o.Large = &repo.LargeField{Attribute: "body", Store: st}
-			o.Strategy = shard.Hash(3)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newTable(t, s, 3)
+		st := newStore(t, s, s.Client(), l, func(o *chunk.Options) { o.InlineLimit = 1000 })
+		r := newRepo[Reply](t, s.Client(), l, large("body", st))
 		sizes := []int{0, 10, 999, 1000, 1001, 500_000, 1_200_000}
 		var want []Reply
 		for i, n := range sizes {
@@ -268,7 +245,7 @@ func TestLargeField(t *testing.T) {
 			}
 		}
 		var listed []Reply
-		cursor := ""
+		var cursor scatter.Cursor
 		for {
 			page, next, err := r.List(ctx, "thread1", 2, cursor)
 			if err != nil {
@@ -293,13 +270,7 @@ func TestLargeField(t *testing.T) {
 			ID   string `dynamodbav:"sk"`
 			Text string `dynamodbav:"text"`
 		}
-		notes, err := repo.New[Note](s.Client(), table, "pk", "sk", func(o *repo.Options) {
-			o.Large = &repo.LargeField{Attribute: "text", Store: st}
-			o.Strategy = shard.Hash(3)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		notes := newRepo[Note](t, s.Client(), l, large("text", st))
 		text := strings.Repeat("é", 300_000)
 		if _, err := notes.Put(ctx, "notes", Note{ID: "n1", Text: text}); err != nil {
 			t.Fatal(err)
@@ -329,21 +300,15 @@ func TestLargeField(t *testing.T) {
 func TestLargeFieldWithVersion(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		st := chunk.New(s.Client(), table, s.Table(t, "ChunkKey:S"))
+		l := newTable(t, s, 16)
+		st := newStore(t, s, s.Client(), l)
 		type Doc struct {
 			Key  string `dynamodbav:"pk"`
 			ID   string `dynamodbav:"sk"`
 			Body []byte `dynamodbav:"body"`
 			Ver  int64  `dynamodbav:"ver"`
 		}
-		r, err := repo.New[Doc](s.Client(), table, "pk", "sk", func(o *repo.Options) {
-			o.Large = &repo.LargeField{Attribute: "body", Store: st}
-			o.Version = "ver"
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newRepo[Doc](t, s.Client(), l, large("body", st), func(o *repo.Options) { o.Version = "ver" })
 		big := bytes.Repeat([]byte("x"), 900_000)
 		d1, err := r.Put(ctx, "b", Doc{ID: "d", Body: big})
 		if err != nil || d1.Ver != 1 {
@@ -366,11 +331,8 @@ func TestLargeFieldWithVersion(t *testing.T) {
 func TestCreate(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		r, err := repo.New[Order](s.Client(), table, "pk", "sk")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newTable(t, s, 16)
+		r := newRepo[Order](t, s.Client(), l)
 		if _, err := r.Create(ctx, "d", Order{ID: "a", Amount: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -384,13 +346,7 @@ func TestCreate(t *testing.T) {
 		if _, err := r.Create(ctx, "e", Order{ID: "a"}); err != nil {
 			t.Errorf("Create under another base: %v", err)
 		}
-		st := chunk.New(s.Client(), table, s.Table(t, "ChunkKey:S"))
-		big, err := repo.New[Reply](s.Client(), table, "pk", "sk", func(o *repo.Options) {
-			o.Large = &repo.LargeField{Attribute: "body", Store: st}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		big := newRepo[Reply](t, s.Client(), l, large("body", newStore(t, s, s.Client(), l)))
 		if _, err := big.Create(ctx, "t", Reply{ID: "r", Body: bytes.Repeat([]byte("z"), 500_000)}); err != nil {
 			t.Fatal(err)
 		}
@@ -400,42 +356,28 @@ func TestCreate(t *testing.T) {
 	})
 }
 
-// countingClient counts BatchGetItem requests on the way to the real
-// server, to show SkipLarge reads no chunks.
-type countingClient struct {
-	*dynamodb.Client
-	batchGets atomic.Int64
-}
-
-func (c *countingClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	c.batchGets.Add(1)
-	return c.Client.BatchGetItem(ctx, in, optFns...)
-}
-
+// TestListSkipLarge: SkipLarge, per call or for the Repo, lists items
+// without reading their large values: no BatchGetItem.
 func TestListSkipLarge(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		table := s.Table(t, "pk:S", "sk:S")
-		cc := &countingClient{Client: s.Client()}
-		st := chunk.New(cc, table, s.Table(t, "ChunkKey:S"))
-		r, err := repo.New[Reply](cc, table, "pk", "sk", func(o *repo.Options) {
-			o.Large = &repo.LargeField{Attribute: "body", Store: st}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := newTable(t, s, 16)
+		cc, sent := countingClient(s)
+		st := newStore(t, s, cc, l)
+		r := newRepo[Reply](t, cc, l, large("body", st))
 		for i := range 5 {
 			if _, err := r.Put(ctx, "t", Reply{ID: fmt.Sprint(i), Author: "bo", Body: bytes.Repeat([]byte("q"), 100_000*(i+1))}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		cc.batchGets.Store(0)
-		page, _, err := r.List(ctx, "t", 10, "", func(o *repo.ListOptions) { o.SkipLarge = true })
+		skip := func(o *repo.Options) { o.SkipLarge = true }
+		sent.reset()
+		page, _, err := r.List(ctx, "t", 10, "", skip)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page) != 5 || cc.batchGets.Load() != 0 {
-			t.Fatalf("got %d items with %d BatchGetItem requests, want 5 with none", len(page), cc.batchGets.Load())
+		if len(page) != 5 || sent.of("BatchGetItem") != 0 {
+			t.Fatalf("got %d items with %d BatchGetItem requests, want 5 with none", len(page), sent.of("BatchGetItem"))
 		}
 		for _, rep := range page {
 			if rep.Body != nil || rep.Author != "bo" {
@@ -451,5 +393,56 @@ func TestListSkipLarge(t *testing.T) {
 				t.Errorf("item %s: body %d bytes, want %d", rep.ID, len(rep.Body), 100_000*(i+1))
 			}
 		}
+		testSkipLarge(t, r, sent)
+		// SkipLarge set for the Repo, and turned off for one call.
+		skipping := newRepo[Reply](t, cc, l, large("body", st), skip)
+		sent.reset()
+		page, _, err = skipping.List(ctx, "t", 10, "")
+		if err != nil || len(page) != 5 || sent.of("BatchGetItem") != 0 {
+			t.Errorf("Repo with SkipLarge: %d items, %d BatchGetItem requests, %v; want 5, none", len(page), sent.of("BatchGetItem"), err)
+		}
+		page, _, err = skipping.List(ctx, "t", 10, "", func(o *repo.Options) { o.SkipLarge = false })
+		if err != nil || len(page) != 5 || len(page[4].Body) != 500_000 {
+			t.Errorf("SkipLarge turned off per call: %d items, %v; want 5 with bodies", len(page), err)
+		}
+		// Fields that shape the Repo are not changed per call.
+		page, _, err = r.List(ctx, "t", 10, "", func(o *repo.Options) { o.Large = nil })
+		if err != nil || len(page) != 5 || len(page[4].Body) != 500_000 {
+			t.Errorf("Large cleared per call: %d items, %v; want 5 with bodies, as the Repo's Options say", len(page), err)
+		}
 	})
+}
+
+// testSkipLarge checks SkipLarge per call of All.
+func testSkipLarge(t *testing.T, r *repo.Repo[Reply], sent *requests) {
+	t.Helper()
+	ctx := context.Background()
+	sent.reset()
+	n := 0
+	for rep, err := range r.All(ctx, "t", func(o *repo.Options) { o.SkipLarge = true }) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Body != nil || rep.Author != "bo" {
+			t.Errorf("All, item %s: body %d bytes, author %q; want no body, author bo", rep.ID, len(rep.Body), rep.Author)
+		}
+		n++
+	}
+	if n != 5 || sent.of("BatchGetItem") != 0 {
+		t.Errorf("All with SkipLarge: %d items with %d BatchGetItem requests, want 5 with none", n, sent.of("BatchGetItem"))
+	}
+	sent.reset()
+	n = 0
+	for rep, err := range r.All(ctx, "t") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Body) != 100_000*(n+1) {
+			t.Errorf("All, item %s: body %d bytes, want %d", rep.ID, len(rep.Body), 100_000*(n+1))
+		}
+		n++
+	}
+	if sent.of("BatchGetItem") == 0 {
+		t.Errorf("All without SkipLarge sent no BatchGetItem")
+	}
 }

@@ -9,24 +9,30 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// All returns the items of the logical query q, merged across shards in
-// sort-key order (or as they arrive, with q.Unordered). Nothing is sent
-// before the first iteration; then every shard is queried in parallel,
+// All returns the items of base, merged across shards in sort-key order
+// (or as they arrive, with Options.Unordered), under the Scatter's
+// Options with optFns applied for this call. Nothing is sent before the
+// first iteration; then the layout is checked against base's record
+// (shard.Layout.Verify) and every shard is queried in parallel,
 // paginating through each. Breaking out of the loop, or cancelling ctx,
 // cancels the requests in flight and waits for them before the loop ends.
 //
-// An error ends the sequence as its last pair: an invalid query
-// (ErrInvalidQuery), ctx's error, or the first failed shard as a
-// *ShardError. Under Options.Partial, failed shards are left out and the
-// last pair carries a *PartialError.
-func (s *Scatter) All(ctx context.Context, q Query) iter.Seq2[Item, error] {
+// An error ends the sequence as its last pair: an invalid call
+// (ErrInvalidQuery), a layout that differs from base's record (a
+// *shard.LayoutError, matching shard.ErrLayoutMismatch), ctx's error, or
+// the first failed shard as a *ShardError. Under Options.Partial, failed
+// shards are left out and the last pair carries a *PartialError.
+func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
-		p, err := newPlan(q)
+		p, err := s.plan(ctx, base, optFns)
+		if err == nil {
+			err = s.verify(ctx, base)
+		}
 		if err != nil {
 			yield(Item{}, err)
 			return
 		}
-		r := s.newRun(ctx, p, nil, -1, 0)
+		r := s.newRun(ctx, p, resume{}, -1, 0)
 		defer r.close()
 		for {
 			it, ok, err := r.next()
@@ -47,40 +53,49 @@ func (s *Scatter) All(ctx context.Context, q Query) iter.Seq2[Item, error] {
 	}
 }
 
-// Page returns up to limit items of q following the position after (the
-// empty Cursor: from the beginning) and the cursor that continues after
-// the last item returned, or the empty Cursor when no items remain.
-// Concatenating the pages of successive calls yields exactly what All
-// yields: no duplicate, no gap, same order, as long as the data does not
-// change in between. It is meant for stateless handlers that hand the
-// cursor to a client.
+// Page returns up to limit items of base following the position after
+// (the empty Cursor: from the beginning) and the cursor that continues
+// after the last item returned, or the empty Cursor when no items remain.
+// Resuming behaves as one Query over the merged key resumed after the
+// last item returned: concatenating the pages of successive calls yields
+// exactly what All yields while the data does not change, and when it
+// does, each page holds what follows that item at the time of the call,
+// whichever shard it is in (see the package doc). It is meant for
+// stateless handlers that hand the cursor to a client.
 //
 // Page stops requesting as soon as limit items are merged; each shard's
-// requests ask for at most the items still wanted. It returns fewer than
-// limit items before the end only under Options.MaxShardPages (or
-// Options.Partial). A cursor made for another query, truncated, garbled,
-// or failing its signature is rejected with a *CursorError matching
-// ErrBadCursor before any request. Errors are as for All; under
-// Options.Partial, Page returns the healthy shards' items, a cursor that
-// retries the failed shards, and a *PartialError.
-func (s *Scatter) Page(ctx context.Context, q Query, limit int, after Cursor) ([]Item, Cursor, error) {
-	if limit < 1 {
-		return nil, "", invalid("limit %d < 1", limit)
-	}
-	p, err := newPlan(q)
+// requests ask for at most one item more than the page still needs, which
+// tells whether anything follows. It returns fewer than limit items before
+// the end only under Options.MaxShardPages (or Options.Partial). A cursor
+// made for another read (layout, base, condition, filter, direction or
+// suffix set), truncated, garbled, failing its signature, or holding a key
+// the read cannot have (wrong type, too long, outside the KeyCondition) is
+// rejected with a *CursorError matching ErrInvalidCursor before any
+// request, and so is a limit below 1 (ErrInvalidQuery). Then the layout
+// is checked as for All. Errors are as for All; under Options.Partial,
+// Page returns the healthy shards' items, a cursor that retries the
+// failed shards from where they stood, and a *PartialError.
+func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor, optFns ...func(*Options)) ([]Item, Cursor, error) {
+	p, err := s.plan(ctx, base, optFns)
 	if err != nil {
 		return nil, "", err
 	}
-	var from []position
+	if limit < 1 {
+		return nil, "", invalid("limit %d < 1", limit)
+	}
+	from := resume{}
 	if after != "" {
-		if from, err = decodeCursor(p, after, s.opts.CursorKey); err != nil {
+		if from, err = decodeCursor(p, after, p.o.CursorKey); err != nil {
 			return nil, "", err
 		}
 	}
-	r := s.newRun(ctx, p, from, limit, s.opts.MaxShardPages)
+	if err := s.verify(ctx, base); err != nil {
+		return nil, "", err
+	}
+	r := s.newRun(ctx, p, from, limit, p.o.MaxShardPages)
 	defer r.close()
 	items := make([]Item, 0, min(limit, 1024))
-	for {
+	for len(items) < limit {
 		it, ok, err := r.next()
 		if err != nil {
 			return nil, "", err
@@ -90,6 +105,11 @@ func (s *Scatter) Page(ctx context.Context, q Query, limit int, after Cursor) ([
 		}
 		items = append(items, it)
 	}
+	if len(items) == limit {
+		if _, err := r.more(); err != nil { // settles which shards are finished
+			return nil, "", err
+		}
+	}
 	c, err := r.cursor()
 	if err != nil {
 		return nil, "", err
@@ -97,55 +117,68 @@ func (s *Scatter) Page(ctx context.Context, q Query, limit int, after Cursor) ([
 	return items, c, r.partialErr()
 }
 
-// Count returns how many items match q across all shards, using Select
-// COUNT so that no item is transferred; q's filter applies, its
-// projection, order and Unordered do not. Shards are counted in parallel
-// under Options.MaxConcurrency. Errors are as for All; under
+// Count returns how many items of base match, using Select COUNT so that
+// no item is transferred; the KeyCondition and Filter apply, Projection,
+// order and Unordered do not. After the layout check, shards are counted
+// in parallel under Options.MaxConcurrency. Errors are as for All; under
 // Options.Partial the count covers the healthy shards and comes with a
 // *PartialError.
-func (s *Scatter) Count(ctx context.Context, q Query) (int64, error) {
-	p, err := newPlan(q)
+func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Options)) (int64, error) {
+	p, err := s.plan(ctx, base, optFns)
 	if err != nil {
 		return 0, err
 	}
+	if err := s.verify(ctx, base); err != nil {
+		return 0, err
+	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.concurrency(len(p.suffixes)))
+	g.SetLimit(concurrency(p.o, len(p.suffixes)))
 	var (
 		mu       sync.Mutex
 		total    int64
 		failures []*ShardError
 	)
 	for ord := range p.suffixes {
-		g.Go(func() error {
-			var esk map[string]types.AttributeValue
-			for {
-				out, err := s.c.Query(gctx, p.countInput(ord, esk))
-				if err != nil {
-					se := &ShardError{Suffix: p.suffixes[ord], Key: p.pks[ord], Err: err}
-					if s.opts.Partial && ctx.Err() == nil {
-						mu.Lock()
-						failures = append(failures, se)
-						mu.Unlock()
-						return nil
-					}
-					return se
-				}
-				s.addQuery(out)
-				mu.Lock()
-				total += int64(out.Count)
-				mu.Unlock()
-				if out.LastEvaluatedKey == nil {
-					return nil
-				}
-				esk = out.LastEvaluatedKey
+		g.Go(func() (err error) {
+			defer catchPanic(&err)
+			n, err := s.countShard(gctx, p, ord)
+			mu.Lock()
+			defer mu.Unlock()
+			total += n
+			if se, ok := err.(*ShardError); ok && p.o.Partial && ctx.Err() == nil {
+				failures = append(failures, se)
+				return nil
 			}
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
+		if p, ok := err.(*clientPanic); ok {
+			panic(p)
+		}
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
 		return 0, err
 	}
 	return total, partialError(failures)
+}
+
+// countShard counts the matches of shard ord, page by page; what it
+// counted before failing is counted too, as Options.Partial reports it.
+func (s *Scatter) countShard(ctx context.Context, p *plan, ord int) (int64, error) {
+	var n int64
+	var esk map[string]types.AttributeValue
+	for {
+		out, err := s.c.Query(ctx, p.countInput(ord, esk))
+		if err != nil {
+			return n, &ShardError{Suffix: p.suffixes[ord], Key: p.pks[ord], Err: err}
+		}
+		s.addQuery(out)
+		n += int64(out.Count)
+		if out.LastEvaluatedKey == nil {
+			return n, nil
+		}
+		esk = out.LastEvaluatedKey
+	}
 }

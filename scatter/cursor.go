@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -17,19 +17,18 @@ import (
 // Cursor is an opaque position in a logical query's result, returned by
 // Page and passed back to continue. The empty Cursor means the beginning
 // when passed in and the end when returned. A cursor is plain ASCII
-// (base64url), safe in URLs and JSON; it is bound to the query it came
-// from and, with Options.CursorKey, signed.
+// (base64url), safe in URLs and JSON; it is bound to the read it came
+// from (layout, base, condition, filter, direction, suffix set) and, with
+// Options.CursorKey, signed.
 //
-// A cursor records, for each shard, the key of the last item returned to
-// the caller (not DynamoDB's LastEvaluatedKey, which runs ahead of the
-// merge) or that the shard is finished, so resuming yields exactly the rest
-// of the merged sequence.
+// A cursor records the position of the last item returned, in the merged
+// order (its suffix and key), and every shard resumes from there: the next
+// Page behaves as one Query over the merged key resumed after that item,
+// also when items were written or deleted in between (see the package
+// doc). A shard that stands elsewhere, one read past items its filter
+// removed or one that failed under Options.Partial, has its own position
+// in the cursor.
 type Cursor string
-
-// ErrBadCursor is matched (errors.Is) by every error about a cursor Page
-// cannot use; the error is a *CursorError saying why. Page rejects such a
-// cursor before sending any request.
-var ErrBadCursor = errors.New("scatter: bad cursor")
 
 // CursorReason says why a cursor was rejected.
 type CursorReason int
@@ -44,11 +43,14 @@ const (
 	// CursorSignature: unsigned where a signature is required, signed where
 	// no key is configured, or the signature does not verify.
 	CursorSignature
-	// CursorForeign: made for another query (table, index, key attributes,
-	// base, sort condition, filter, direction or shard set).
+	// CursorForeign: made for another read (table, index, key attributes,
+	// strategy and N, separator, base, sort condition, filter, direction
+	// or suffix set).
 	CursorForeign
-	// CursorOutOfRange: names a shard outside the queried suffixes, or a key
-	// that cannot be one of the query's keys.
+	// CursorOutOfRange: names a shard outside the suffixes read, or a key
+	// that cannot be one of the read's keys: a sort key of another type
+	// than the layout's SortKeyType, values of one attribute of different
+	// types, longer than DynamoDB allows, or outside the KeyCondition.
 	CursorOutOfRange
 )
 
@@ -68,7 +70,8 @@ func (r CursorReason) String() string {
 	return fmt.Sprintf("CursorReason(%d)", int(r))
 }
 
-// CursorError describes a rejected cursor. It matches ErrBadCursor.
+// CursorError describes a rejected cursor. It matches ErrInvalidCursor
+// and ErrInvalid.
 type CursorError struct {
 	Reason CursorReason
 	Detail string
@@ -76,31 +79,32 @@ type CursorError struct {
 
 func (e *CursorError) Error() string {
 	if e.Detail == "" {
-		return "scatter: bad cursor: " + e.Reason.String()
+		return "scatter: invalid cursor: " + e.Reason.String()
 	}
-	return "scatter: bad cursor: " + e.Reason.String() + ": " + e.Detail
+	return "scatter: invalid cursor: " + e.Reason.String() + ": " + e.Detail
 }
 
-// Is makes a CursorError match ErrBadCursor.
-func (e *CursorError) Is(target error) bool { return target == ErrBadCursor }
+// Unwrap returns ErrInvalidCursor, which matches ErrInvalid.
+func (e *CursorError) Unwrap() error { return ErrInvalidCursor }
 
-// Cursor layout (version 1), base64url without padding:
+// Cursor layout (version 2), base64url without padding:
 //
-//	version    byte (1)
+//	version    byte (2)
 //	flags      byte (bit 0: signed)
 //	query      [16]byte fingerprint of the plan
+//	default    position: where every shard resumes unless listed below
 //	count      uvarint, shards listed
-//	per shard, in ascending suffix order, only shards that have moved:
+//	per shard, in ascending suffix order, only shards whose place differs:
 //	  suffix   uvarint
-//	  state    byte: 1 = after key, 2 = finished
-//	  key      (state 1) per key attribute of the plan, in order:
-//	           type byte 'S'|'N'|'B', length uvarint, bytes
+//	  place    position
 //	mac        [32]byte HMAC-SHA256 of everything before it (if signed)
+//
+// A position is the suffix of the shard its item is in (uvarint; 0 means
+// the beginning, and nothing follows) and, per key attribute of the plan,
+// in order: type byte 'S'|'N'|'B', length uvarint, bytes.
 const (
-	cursorVersion = 1
+	cursorVersion = 2
 	flagSigned    = 1
-	stateAfter    = 1
-	stateDone     = 2
 	macSize       = sha256.Size
 	headerSize    = 2 + 16
 	// maxKeyValue bounds one key value in a cursor: DynamoDB's partition key
@@ -108,18 +112,18 @@ const (
 	maxKeyValue = 2048
 )
 
-// position is one shard's place in a cursor.
-type position struct {
-	ord  int
-	done bool
-	key  []types.AttributeValue // values of plan.keyAttrs, when !done
+// resume is where a Page resumes: the default position most shards share
+// and each shard's own (nil: the beginning).
+type resume struct {
+	def    *position
+	starts []*position // by ordinal; nil slice: every shard at def
 }
 
 func cursorErr(r CursorReason, format string, args ...any) error {
 	return &CursorError{Reason: r, Detail: fmt.Sprintf(format, args...)}
 }
 
-func encodeCursor(p *plan, pos []position, key []byte) (Cursor, error) {
+func encodeCursor(p *plan, res resume, key []byte) (Cursor, error) {
 	b := make([]byte, 0, 64)
 	flags := byte(0)
 	if len(key) > 0 {
@@ -127,31 +131,21 @@ func encodeCursor(p *plan, pos []position, key []byte) (Cursor, error) {
 	}
 	b = append(b, cursorVersion, flags)
 	b = append(b, p.fingerprint[:]...)
-	b = binary.AppendUvarint(b, uint64(len(pos)))
-	for _, ps := range pos {
-		b = binary.AppendUvarint(b, uint64(p.suffixes[ps.ord]))
-		if ps.done {
-			b = append(b, stateDone)
-			continue
+	b, err := appendPosition(b, p, res.def)
+	if err != nil {
+		return "", err
+	}
+	var listed []int
+	for ord, pos := range res.starts {
+		if !samePosition(pos, res.def) {
+			listed = append(listed, ord)
 		}
-		b = append(b, stateAfter)
-		for i, v := range ps.key {
-			var raw []byte
-			var t byte
-			switch v := v.(type) {
-			case *types.AttributeValueMemberS:
-				t, raw = 'S', []byte(v.Value)
-			case *types.AttributeValueMemberN:
-				t, raw = 'N', []byte(v.Value)
-			case *types.AttributeValueMemberB:
-				t, raw = 'B', v.Value
-			default:
-				return "", fmt.Errorf("scatter: shard %d: key attribute %q is %T, not S, N or B",
-					p.suffixes[ps.ord], p.keyAttrs[i], v)
-			}
-			b = append(b, t)
-			b = binary.AppendUvarint(b, uint64(len(raw)))
-			b = append(b, raw...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(listed)))
+	for _, ord := range listed {
+		b = binary.AppendUvarint(b, uint64(p.suffixes[ord]))
+		if b, err = appendPosition(b, p, res.starts[ord]); err != nil {
+			return "", err
 		}
 	}
 	if len(key) > 0 {
@@ -162,9 +156,67 @@ func encodeCursor(p *plan, pos []position, key []byte) (Cursor, error) {
 	return Cursor(base64.RawURLEncoding.EncodeToString(b)), nil
 }
 
-// decodeCursor parses c for plan p, verifying everything it can without a
-// request. Positions come back in ascending ordinal order.
-func decodeCursor(p *plan, c Cursor, key []byte) ([]position, error) {
+func appendPosition(b []byte, p *plan, pos *position) ([]byte, error) {
+	if pos == nil {
+		return append(b, 0), nil
+	}
+	b = binary.AppendUvarint(b, uint64(p.suffixes[pos.ord]))
+	for i, v := range pos.key {
+		var raw []byte
+		var t byte
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			t, raw = 'S', []byte(v.Value)
+		case *types.AttributeValueMemberN:
+			t, raw = 'N', []byte(v.Value)
+		case *types.AttributeValueMemberB:
+			t, raw = 'B', v.Value
+		default:
+			return nil, fmt.Errorf("scatter: shard %d: key attribute %q is %T, not S, N or B",
+				p.suffixes[pos.ord], p.keyAttrs[i], v)
+		}
+		b = append(b, t)
+		b = binary.AppendUvarint(b, uint64(len(raw)))
+		b = append(b, raw...)
+	}
+	return b, nil
+}
+
+// decodeCursor parses c for plan p and verifies everything it can without
+// a request: structure, signature, binding, and that every position is one
+// DynamoDB accepts for this query.
+func decodeCursor(p *plan, c Cursor, key []byte) (resume, error) {
+	b, err := cursorBody(p, c, key)
+	if err != nil {
+		return resume{}, err
+	}
+	r := reader{b: b}
+	res := resume{starts: make([]*position, len(p.suffixes))}
+	if res.def, err = r.position(p); err != nil {
+		return resume{}, err
+	}
+	for i := range res.starts {
+		res.starts[i] = res.def
+	}
+	n, ok := r.uvarint()
+	if !ok || n > uint64(len(p.suffixes)) {
+		return resume{}, cursorErr(CursorMalformed, "bad shard count")
+	}
+	last := -1
+	for range n {
+		if last, err = r.override(p, res, last); err != nil {
+			return resume{}, err
+		}
+	}
+	if len(r.b) != 0 {
+		return resume{}, cursorErr(CursorMalformed, "%d trailing bytes", len(r.b))
+	}
+	return res, p.checkPositions(res)
+}
+
+// cursorBody decodes c and checks its version, signature and binding,
+// returning what follows the header.
+func cursorBody(p *plan, c Cursor, key []byte) ([]byte, error) {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(string(c))
 	if err != nil {
 		return nil, cursorErr(CursorMalformed, "not base64url: %v", err)
@@ -182,73 +234,127 @@ func decodeCursor(p *plan, c Cursor, key []byte) ([]position, error) {
 	if flags&^flagSigned != 0 {
 		return nil, cursorErr(CursorMalformed, "unknown flags %#x", flags)
 	}
-	signed := flags&flagSigned != 0
+	if b, err = verify(b, flags&flagSigned != 0, key); err != nil {
+		return nil, err
+	}
+	if [16]byte(b[2:headerSize]) != p.fingerprint {
+		return nil, cursorErr(CursorForeign, "")
+	}
+	return b[headerSize:], nil
+}
+
+// verify checks b's signature against key and returns b without it.
+func verify(b []byte, signed bool, key []byte) ([]byte, error) {
 	switch {
 	case len(key) > 0 && !signed:
 		return nil, cursorErr(CursorSignature, "unsigned cursor, a signed one is required")
 	case len(key) == 0 && signed:
 		return nil, cursorErr(CursorSignature, "signed cursor, but no CursorKey is configured")
-	case signed:
-		if len(b) < headerSize+macSize {
-			return nil, cursorErr(CursorMalformed, "truncated signature")
-		}
-		body, mac := b[:len(b)-macSize], b[len(b)-macSize:]
-		m := hmac.New(sha256.New, key)
-		m.Write(body)
-		if !hmac.Equal(mac, m.Sum(nil)) {
-			return nil, cursorErr(CursorSignature, "signature does not verify")
-		}
-		b = body
+	case !signed:
+		return b, nil
+	case len(b) < headerSize+macSize:
+		return nil, cursorErr(CursorMalformed, "truncated signature")
 	}
-	if [16]byte(b[2:headerSize]) != p.fingerprint {
-		return nil, cursorErr(CursorForeign, "")
+	body, mac := b[:len(b)-macSize], b[len(b)-macSize:]
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	if !hmac.Equal(mac, m.Sum(nil)) {
+		return nil, cursorErr(CursorSignature, "signature does not verify")
 	}
-	r := reader{b: b[headerSize:]}
-	n, ok := r.uvarint()
-	if !ok || n > uint64(len(p.suffixes)) {
-		return nil, cursorErr(CursorMalformed, "bad shard count")
+	return body, nil
+}
+
+// override reads one listed shard's position into res; last is the
+// ordinal listed before it.
+func (r *reader) override(p *plan, res resume, last int) (int, error) {
+	suffix, ok := r.uvarint()
+	if !ok {
+		return 0, cursorErr(CursorMalformed, "truncated shard entry")
 	}
-	pos := make([]position, 0, n)
-	last := -1
-	for range n {
-		suffix, ok := r.uvarint()
-		if !ok {
-			return nil, cursorErr(CursorMalformed, "truncated shard entry")
-		}
-		ord, found := ordinal(p.suffixes, suffix)
-		if !found {
-			return nil, cursorErr(CursorOutOfRange, "suffix %d is not queried", suffix)
-		}
-		if ord <= last {
-			return nil, cursorErr(CursorMalformed, "suffix %d out of order or repeated", suffix)
-		}
-		last = ord
-		state, ok := r.byte()
-		if !ok {
-			return nil, cursorErr(CursorMalformed, "truncated shard entry")
-		}
-		ps := position{ord: ord}
-		switch state {
-		case stateDone:
-			ps.done = true
-		case stateAfter:
-			ps.key = make([]types.AttributeValue, len(p.keyAttrs))
-			for i := range p.keyAttrs {
-				v, err := r.keyValue()
-				if err != nil {
-					return nil, err
-				}
-				ps.key[i] = v
-			}
-		default:
-			return nil, cursorErr(CursorMalformed, "unknown shard state %d", state)
-		}
-		pos = append(pos, ps)
+	ord, found := ordinal(p.suffixes, suffix)
+	if !found {
+		return 0, cursorErr(CursorOutOfRange, "suffix %d is not queried", suffix)
 	}
-	if len(r.b) != 0 {
-		return nil, cursorErr(CursorMalformed, "%d trailing bytes", len(r.b))
+	if ord <= last {
+		return 0, cursorErr(CursorMalformed, "suffix %d out of order or repeated", suffix)
+	}
+	pos, err := r.position(p)
+	if err != nil {
+		return 0, err
+	}
+	if samePosition(pos, res.def) {
+		return 0, cursorErr(CursorMalformed, "suffix %d listed at the default position", suffix)
+	}
+	res.starts[ord] = pos
+	return ord, nil
+}
+
+func (r *reader) position(p *plan) (*position, error) {
+	suffix, ok := r.uvarint()
+	if !ok {
+		return nil, cursorErr(CursorMalformed, "truncated position")
+	}
+	if suffix == 0 {
+		return nil, nil
+	}
+	ord, found := ordinal(p.suffixes, suffix)
+	if !found {
+		return nil, cursorErr(CursorOutOfRange, "position in suffix %d, which is not queried", suffix)
+	}
+	pos := &position{ord: ord, key: make([]types.AttributeValue, len(p.keyAttrs))}
+	for i := range p.keyAttrs {
+		v, err := r.keyValue()
+		if err != nil {
+			return nil, err
+		}
+		pos.key[i] = v
+	}
+	if err := p.parseSortKey(pos); err != nil {
+		return nil, cursorErr(CursorOutOfRange, "%v", err)
 	}
 	return pos, nil
+}
+
+// checkPositions verifies that each position is a key DynamoDB accepts
+// for the read, so that a forged unsigned cursor fails here rather than
+// at DynamoDB: the sort key of the layout's SortKeyType, every attribute
+// of one type across the cursor (an index layout's table key has no
+// declared type), each value within DynamoDB's length limits, and the
+// sort key inside the KeyCondition's range.
+func (p *plan) checkPositions(res resume) error {
+	kinds := slices.Clone(p.keyKinds)
+	for _, pos := range append([]*position{res.def}, res.starts...) {
+		if pos == nil {
+			continue
+		}
+		for i, v := range pos.key {
+			kind, n := valueKind(v)
+			switch {
+			case n > p.keyMax[i]:
+				return cursorErr(CursorOutOfRange, "key %q of %d bytes, DynamoDB's limit is %d", p.keyAttrs[i], n, p.keyMax[i])
+			case kinds[i] != 0 && kind != kinds[i]:
+				return cursorErr(CursorOutOfRange, "key %q is %c, want %c", p.keyAttrs[i], kind, kinds[i])
+			}
+			kinds[i] = kind
+		}
+		if p.skIndex >= 0 && !p.cond.rng.contains(&pos.sk) {
+			return cursorErr(CursorOutOfRange, "sort key %q outside the KeyCondition", p.skAttr)
+		}
+	}
+	return nil
+}
+
+// valueKind returns a key value's type and its length in bytes.
+func valueKind(v types.AttributeValue) (keyorder.Kind, int) {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return keyorder.S, len(v.Value)
+	case *types.AttributeValueMemberN:
+		return keyorder.N, len(v.Value)
+	case *types.AttributeValueMemberB:
+		return keyorder.B, len(v.Value)
+	}
+	return 0, 0
 }
 
 func ordinal(suffixes []int, s uint64) (int, bool) {

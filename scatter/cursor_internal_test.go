@@ -14,19 +14,48 @@ import (
 	"github.com/dynashard/dynashard/shard"
 )
 
-// testPlan is an index query, whose resume key has three attributes.
+// testPlan reads an index (sort key ts of type N), whose resume key has
+// three attributes.
 func testPlan(t testing.TB, n int) *plan {
 	t.Helper()
-	p, err := newPlan(Query{Table: "t", Index: "gsi", PartitionKey: "day", SortKey: "ts", TableKey: []string{"id", "rk"},
-		Base: "2014-07-09", Strategy: shard.Hash(n)})
+	p, err := newPlan(shard.Layout{Table: "t", Index: "gsi", PartitionKey: "day", SortKey: "ts", SortKeyType: types.ScalarAttributeTypeN,
+		TableKey: []string{"id", "rk"}, Strategy: shard.Hash(n), Unchecked: true}, "2014-07-09", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func randomKeyValue(r *rand.Rand) types.AttributeValue {
-	switch r.IntN(3) {
+// randomPositions draws a cursor's content for p: a default position and
+// each shard's, with one type per key attribute, as a real cursor has.
+func randomPositions(r *rand.Rand, p *plan) resume {
+	kinds := make([]int, len(p.keyAttrs))
+	for i := range kinds {
+		kinds[i] = r.IntN(3)
+	}
+	kinds[p.skIndex] = 1 // the layout's SortKeyType, N
+	random := func() *position {
+		if r.IntN(4) == 0 {
+			return nil
+		}
+		pos := &position{ord: r.IntN(len(p.suffixes)), key: make([]types.AttributeValue, len(p.keyAttrs))}
+		for i := range pos.key {
+			pos.key[i] = randomKeyValue(r, kinds[i])
+		}
+		return pos
+	}
+	res := resume{def: random(), starts: make([]*position, len(p.suffixes))}
+	for ord := range res.starts {
+		res.starts[ord] = res.def
+		if r.IntN(3) == 0 {
+			res.starts[ord] = random()
+		}
+	}
+	return res
+}
+
+func randomKeyValue(r *rand.Rand, kind int) types.AttributeValue {
+	switch kind {
 	case 0:
 		return &types.AttributeValueMemberS{Value: strings.Repeat("é", 1+r.IntN(5))}
 	case 1:
@@ -40,29 +69,15 @@ func randomKeyValue(r *rand.Rand) types.AttributeValue {
 	}
 }
 
-func randomPositions(r *rand.Rand, p *plan) []position {
-	var pos []position
-	for ord := range p.suffixes {
-		switch r.IntN(3) {
-		case 0: // not moved
-		case 1:
-			pos = append(pos, position{ord: ord, done: true})
-		default:
-			key := make([]types.AttributeValue, len(p.keyAttrs))
-			for i := range key {
-				key[i] = randomKeyValue(r)
-			}
-			pos = append(pos, position{ord: ord, key: key})
-		}
-	}
-	return pos
-}
-
-func render(pos []position) string {
+func render(res resume) string {
 	var b strings.Builder
-	for _, ps := range pos {
-		fmt.Fprintf(&b, "%d:%v", ps.ord, ps.done)
-		for _, v := range ps.key {
+	one := func(pos *position) {
+		if pos == nil {
+			b.WriteString("beginning\n")
+			return
+		}
+		fmt.Fprintf(&b, "%d:", pos.ord)
+		for _, v := range pos.key {
 			switch v := v.(type) {
 			case *types.AttributeValueMemberS:
 				fmt.Fprintf(&b, " S%q", v.Value)
@@ -74,8 +89,14 @@ func render(pos []position) string {
 		}
 		b.WriteString("\n")
 	}
+	one(res.def)
+	for _, pos := range res.starts {
+		one(pos)
+	}
 	return b.String()
 }
+
+var testKey = []byte("0123456789abcdef")
 
 func TestCursorRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
@@ -84,7 +105,7 @@ func TestCursorRoundTrip(t *testing.T) {
 		pos := randomPositions(r, p)
 		var key []byte
 		if trial%2 == 1 {
-			key = []byte("k")
+			key = testKey
 		}
 		c, err := encodeCursor(p, pos, key)
 		if err != nil {
@@ -107,45 +128,54 @@ func craft(p *plan, body ...byte) Cursor {
 }
 
 func TestCursorReasons(t *testing.T) {
-	p := testPlan(t, 10)
+	p := testPlan(t, 10) // key attributes id, rk (table sort key), ts (index sort key)
 	good := func(typ byte, v string) []byte { return append([]byte{typ, byte(len(v))}, v...) }
 	key := slices.Concat(good('S', "a"), good('S', "b"), good('N', "1"))
+	at3 := slices.Concat([]byte{3}, key) // a position in suffix 3
+	long := func(n int) []byte {
+		return slices.Concat([]byte{'S', byte(n&0x7f | 0x80), byte(n >> 7)}, make([]byte, n))
+	}
 	tests := []struct {
 		name   string
 		c      Cursor
 		reason CursorReason
 	}{
 		{"not base64", "***", CursorMalformed},
-		{"non-canonical base64", craft(p, 1, 3, stateDone) + "B", CursorMalformed},
+		{"non-canonical base64", craft(p, 0, 0) + "B", CursorMalformed},
 		{"empty", Cursor(base64.RawURLEncoding.EncodeToString(nil)) + "A", CursorMalformed},
-		{"version", Cursor(base64.RawURLEncoding.EncodeToString([]byte{2, 0})), CursorVersion},
-		{"short header", Cursor(base64.RawURLEncoding.EncodeToString([]byte{1, 0, 3})), CursorMalformed},
-		{"flags", Cursor(base64.RawURLEncoding.EncodeToString(append([]byte{1, 4}, p.fingerprint[:]...))), CursorMalformed},
-		{"signed without key", Cursor(base64.RawURLEncoding.EncodeToString(append(append([]byte{1, 1}, p.fingerprint[:]...), make([]byte, 33)...))), CursorSignature},
-		{"foreign", Cursor(base64.RawURLEncoding.EncodeToString(append([]byte{1, 0}, make([]byte, 17)...))), CursorForeign},
-		{"no count", craft(p), CursorMalformed},
-		{"count beyond shards", craft(p, 11), CursorMalformed},
-		{"missing entries", craft(p, 2, 3, stateDone), CursorMalformed},
-		{"suffix 0", craft(p, 1, 0, stateDone), CursorOutOfRange},
-		{"suffix 11", craft(p, 1, 11, stateDone), CursorOutOfRange},
-		{"suffix huge", craft(p, 1, 0xff, 0xff, 0xff, 0xff, 0x0f, stateDone), CursorOutOfRange},
-		{"non-minimal varint", craft(p, 1, 0x83, 0x00, stateDone), CursorMalformed},
-		{"repeated suffix", craft(p, 2, 3, stateDone, 3, stateDone), CursorMalformed},
-		{"descending suffixes", craft(p, 2, 4, stateDone, 3, stateDone), CursorMalformed},
-		{"unknown state", craft(p, 1, 3, 9), CursorMalformed},
-		{"truncated key", craft(p, slices.Concat([]byte{1, 3, stateAfter}, key[:len(key)-1])...), CursorMalformed},
-		{"trailing bytes", craft(p, slices.Concat([]byte{1, 3, stateAfter}, key, []byte{0})...), CursorMalformed},
-		{"key type", craft(p, slices.Concat([]byte{1, 3, stateAfter}, good('X', "a"), good('S', "b"), good('N', "1"))...), CursorMalformed},
-		{"empty key value", craft(p, slices.Concat([]byte{1, 3, stateAfter}, good('S', ""), good('S', "b"), good('N', "1"))...), CursorOutOfRange},
-		{"bad number", craft(p, slices.Concat([]byte{1, 3, stateAfter}, good('S', "a"), good('S', "b"), good('N', "1e999"))...), CursorOutOfRange},
-		{"bad UTF-8", craft(p, slices.Concat([]byte{1, 3, stateAfter}, good('S', "\xff"), good('S', "b"), good('N', "1"))...), CursorOutOfRange},
-		{"value too long", craft(p, slices.Concat([]byte{1, 3, stateAfter, 'S', 0x81, 0x10}, make([]byte, 2049))...), CursorOutOfRange},
+		{"version", Cursor(base64.RawURLEncoding.EncodeToString([]byte{3, 0})), CursorVersion},
+		{"version 1", Cursor(base64.RawURLEncoding.EncodeToString([]byte{1, 0})), CursorVersion},
+		{"short header", Cursor(base64.RawURLEncoding.EncodeToString([]byte{cursorVersion, 0, 3})), CursorMalformed},
+		{"flags", Cursor(base64.RawURLEncoding.EncodeToString(append([]byte{cursorVersion, 4}, p.fingerprint[:]...))), CursorMalformed},
+		{"signed without key", Cursor(base64.RawURLEncoding.EncodeToString(append(append([]byte{cursorVersion, 1}, p.fingerprint[:]...), make([]byte, 33)...))), CursorSignature},
+		{"foreign", Cursor(base64.RawURLEncoding.EncodeToString(append([]byte{cursorVersion, 0}, make([]byte, 17)...))), CursorForeign},
+		{"no default", craft(p), CursorMalformed},
+		{"no count", craft(p, 0), CursorMalformed},
+		{"count beyond shards", craft(p, 0, 11), CursorMalformed},
+		{"missing entries", craft(p, slices.Concat([]byte{0, 2}, []byte{3}, at3)...), CursorMalformed},
+		{"default in suffix 11", craft(p, slices.Concat([]byte{11}, key, []byte{0})...), CursorOutOfRange},
+		{"suffix 0", craft(p, slices.Concat([]byte{0, 1, 0}, at3)...), CursorOutOfRange},
+		{"suffix 11", craft(p, slices.Concat([]byte{0, 1, 11}, at3)...), CursorOutOfRange},
+		{"suffix huge", craft(p, slices.Concat([]byte{0, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}, at3)...), CursorOutOfRange},
+		{"non-minimal varint", craft(p, slices.Concat([]byte{0, 1, 0x83, 0x00}, at3)...), CursorMalformed},
+		{"repeated suffix", craft(p, slices.Concat([]byte{0, 2, 3}, at3, []byte{3}, at3)...), CursorMalformed},
+		{"descending suffixes", craft(p, slices.Concat([]byte{0, 2, 4}, at3, []byte{3}, at3)...), CursorMalformed},
+		{"listed at the default", craft(p, slices.Concat(at3, []byte{1, 4}, at3)...), CursorMalformed},
+		{"truncated key", craft(p, at3[:len(at3)-1]...), CursorMalformed},
+		{"trailing bytes", craft(p, 0, 0, 0), CursorMalformed},
+		{"key type", craft(p, slices.Concat([]byte{3}, good('X', "a"), good('S', "b"), good('N', "1"), []byte{0})...), CursorMalformed},
+		{"empty key value", craft(p, slices.Concat([]byte{3}, good('S', ""), good('S', "b"), good('N', "1"), []byte{0})...), CursorOutOfRange},
+		{"bad number", craft(p, slices.Concat([]byte{3}, good('S', "a"), good('S', "b"), good('N', "1e999"), []byte{0})...), CursorOutOfRange},
+		{"bad UTF-8", craft(p, slices.Concat([]byte{3}, good('S', "\xff"), good('S', "b"), good('N', "1"), []byte{0})...), CursorOutOfRange},
+		{"value too long", craft(p, slices.Concat([]byte{3}, long(2049), good('S', "b"), good('N', "1"), []byte{0})...), CursorOutOfRange},
+		{"sort key too long", craft(p, slices.Concat([]byte{3}, good('S', "a"), long(1025), good('N', "1"), []byte{0})...), CursorOutOfRange},
+		{"types differ", craft(p, slices.Concat(at3, []byte{1, 4, 3}, good('N', "2"), good('S', "b"), good('N', "1"))...), CursorOutOfRange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decodeCursor(p, tt.c, nil)
 			var ce *CursorError
-			if !errors.As(err, &ce) || !errors.Is(err, ErrBadCursor) {
+			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidCursor) {
 				t.Fatalf("got %v, want a *CursorError", err)
 			}
 			if ce.Reason != tt.reason {
@@ -153,9 +183,15 @@ func TestCursorReasons(t *testing.T) {
 			}
 		})
 	}
-	// The well-formed neighbour of those cases decodes.
-	if _, err := decodeCursor(p, craft(p, slices.Concat([]byte{2, 3, stateAfter}, key, []byte{10, stateDone})...), nil); err != nil {
-		t.Errorf("well-formed cursor: %v", err)
+	// The well-formed neighbours of those cases decode.
+	for _, c := range []Cursor{
+		craft(p, slices.Concat(at3, []byte{1, 10, 0})...),
+		craft(p, slices.Concat([]byte{0, 2, 3}, at3, []byte{4, 3}, good('S', "b"), good('S', "c"), good('N', "2"))...),
+		craft(p, slices.Concat([]byte{3}, long(2048), long(1024), good('N', "1"), []byte{0})...),
+	} {
+		if _, err := decodeCursor(p, c, nil); err != nil {
+			t.Errorf("well-formed cursor: %v", err)
+		}
 	}
 }
 
@@ -168,7 +204,7 @@ func FuzzDecodeCursor(f *testing.F) {
 	for i := range 8 {
 		var key []byte
 		if i%4 == 3 {
-			key = []byte("k")
+			key = testKey
 		}
 		c, err := encodeCursor(p, randomPositions(r, p), key)
 		if err != nil {
@@ -182,13 +218,13 @@ func FuzzDecodeCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, signed bool) {
 		var key []byte
 		if signed {
-			key = []byte("k")
+			key = testKey
 		}
 		c := Cursor(base64.RawURLEncoding.EncodeToString(raw))
 		pos, err := decodeCursor(p, c, key)
 		if err != nil {
-			if !errors.Is(err, ErrBadCursor) {
-				t.Fatalf("got %v, want ErrBadCursor", err)
+			if !errors.Is(err, ErrInvalidCursor) {
+				t.Fatalf("got %v, want ErrInvalidCursor", err)
 			}
 			return
 		}
@@ -205,13 +241,14 @@ func FuzzDecodeCursor(f *testing.F) {
 // FuzzDecodeCursorText feeds arbitrary text, not only valid base64.
 func FuzzDecodeCursorText(f *testing.F) {
 	p := testPlan(f, 3)
-	c, _ := encodeCursor(p, []position{{ord: 1, done: true}}, nil)
+	c, _ := encodeCursor(p, resume{def: &position{ord: 1, key: []types.AttributeValue{
+		&types.AttributeValueMemberS{Value: "a"}, &types.AttributeValueMemberS{Value: "b"}, &types.AttributeValueMemberN{Value: "1"}}}}, nil)
 	for _, s := range []string{string(c), "", "A", "AQ", "====", "\x00\xff"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if _, err := decodeCursor(p, Cursor(s), nil); err != nil && !errors.Is(err, ErrBadCursor) {
-			t.Fatalf("got %v, want ErrBadCursor", err)
+		if _, err := decodeCursor(p, Cursor(s), nil); err != nil && !errors.Is(err, ErrInvalidCursor) {
+			t.Fatalf("got %v, want ErrInvalidCursor", err)
 		}
 	})
 }

@@ -4,10 +4,12 @@
 // # Model
 //
 // Write sharding (package shard) spreads the items of one hot logical key,
-// say the day "2014-07-09", over N physical keys "2014-07-09.1" …
-// "2014-07-09.N". Reading the day back means one Query per physical key and
-// a merge, which the DynamoDB guide leaves to the application. A Scatter
-// does it:
+// the base, say the day "2014-07-09", over N physical keys "2014-07-09.1"
+// … "2014-07-09.N". Reading the day back means one Query per physical key
+// and a merge, which the DynamoDB guide leaves to the application. A
+// Scatter does it for the table one shard.Layout describes (table or
+// index, partition key, sort key and its type, strategy and N, separator),
+// the same value the writers use. Its calls:
 //
 //   - All queries every shard in parallel, each paginating through its
 //     LastEvaluatedKey, and yields the items merged in DynamoDB's own
@@ -15,22 +17,51 @@
 //     (38 digits, 1E-130 to 9.99E+125), binary by unsigned bytes. Items with
 //     equal sort keys come in suffix order; Descending reverses everything,
 //     so a descending read is exactly the reverse of an ascending one. With
-//     Query.Unordered items stream as shards deliver them.
+//     Options.Unordered items stream as shards deliver them.
 //   - Page returns the next limit items and a Cursor that resumes exactly
-//     after the last item returned: no duplicate, no gap, same order. It is
-//     stateless, for HTTP handlers.
+//     after the last item returned: no duplicate, no gap, same order, also
+//     when items are written between pages (see Cursors). It is stateless,
+//     for HTTP handlers.
 //   - Count counts matches with Select COUNT; Lookup finds an item by its
 //     sort key when its suffix is unknown (shard.Random), with BatchGetItem
 //     over the N candidate keys, ⌈N/100⌉ requests.
 //
-// A query may target the table or a secondary index (set Query.TableKey
-// then), with a sort-key condition, a filter and a projection, given as
-// strings or built with the SDK's expression package (Query.WithExpression).
-// The library names the physical partition key with its own placeholders
-// "#dynashard_pk" and ":dynashard_pk"; caller placeholders with the prefixes
-// "#dynashard_" and ":dynashard_" are rejected rather than silently
-// overwritten. Items always carry the key attributes the merge and the
-// cursor need, even when the projection leaves them out.
+// In code, with the writers' layout:
+//
+//	s, err := scatter.New(client, layout)
+//	…
+//	for it, err := range s.All(ctx, "2014-07-09", func(o *scatter.Options) { o.Descending = true }) {
+//		…
+//	}
+//
+// What a call reads is described by Options, set in New and changed per
+// call with option functions applied to a copy, as the AWS SDK does: a
+// sort-key condition, a filter and a projection, given as strings or built
+// with the SDK's expression package (WithExpression), the direction, the
+// page size, consistency, and a subset of the suffixes. A layout with an
+// Index reads that secondary index (its TableKey names the table's key,
+// which resuming needs). The library names the physical partition key, and
+// the ranges it resumes shards with, with placeholders of its own
+// ("#dynashard_pk", ":dynashard_pk", …); caller placeholders with the
+// prefixes "#dynashard_" and ":dynashard_" are rejected rather than
+// silently overwritten. Items always carry the key attributes the merge
+// and the cursor need, even when the projection leaves them out.
+//
+// # The layout check
+//
+// Writers through package shard record each base's layout in the table,
+// in an item of its own that no read of data returns. Before the first
+// data request for a base, every call checks the Scatter's layout against
+// that record (shard.Layout.Verify): a Scatter built with another N,
+// separator, strategy or sort key fails the call with a
+// *shard.LayoutError (errors.Is(err, shard.ErrLayoutMismatch)) instead of
+// silently reading the wrong physical keys, and sends no Query or
+// BatchGetItem. The check costs one strongly consistent GetItem (one read
+// unit) per base per client per process: a match is cached for the life
+// of the process. A base without a record (written by other code) is read
+// as is, and pays that GetItem on every call. A layout with Unchecked set
+// sends no GetItem at all and is trusted; index layouts are always
+// Unchecked.
 //
 // # Concurrency and memory
 //
@@ -38,45 +69,88 @@
 // default min(N, 32). Each shard has at most one request in flight and at
 // most two pages in memory: the page being merged and the next one, fetched
 // ahead while the first drains. Memory is therefore bounded by N × 2 pages
-// (Query.PageSize bounds a page; DynamoDB caps it at 1 MB), never by the
+// (Options.PageSize bounds a page; DynamoDB caps it at 1 MB), never by the
 // result size. The ordered merge needs the next item of every shard before
 // it can return one, so the slowest shard sets its pace; Unordered does
-// not wait. Page asks each shard for at most the items it still needs and
-// fetches ahead only when a shard may have to contribute more than its
-// current page, so a small page costs about one small request per shard.
-// Nothing is sent before the first iteration of All; breaking out of the
+// not wait. Page asks each shard for at most one item more than it still
+// needs and fetches ahead only when a shard may have to contribute more
+// than its current page, so a small page costs about one small request
+// per shard. Requests start without a dispatcher goroutine: at once while
+// fewer than MaxConcurrency are in flight, else as earlier ones finish.
+// Nothing is sent before the first iteration of All, not even the layout
+// check; breaking out of the
 // loop or cancelling the context cancels the requests in flight and waits
 // for them, so no goroutine outlives a call.
 //
 // # Cursors
 //
-// A cursor records, per suffix, the key of the last item actually returned
-// to the caller (not DynamoDB's LastEvaluatedKey, which runs ahead of the
-// merge), or the LastEvaluatedKey of a page whose every item was returned
-// or filtered out, or that the shard is finished. For an index query the
-// key includes the table's key, which DynamoDB needs to resume between
-// equal index keys. A cursor is base64url text of a versioned binary
-// encoding: 18 bytes (50 when signed), plus for each shard that has moved
-// about 3 bytes and, per key attribute, its value and 2 bytes. It is
-// bound to a fingerprint of the table, index, key attributes, base,
-// separator, sort-key condition, filter (with their names and values),
-// direction and suffix set: Page rejects a cursor made for anything else,
-// and any garbled, truncated or out-of-range cursor, with a *CursorError
-// (ErrBadCursor) before sending a request. Projection, page size,
-// consistency and Unordered may change between pages. With
-// Options.CursorKey cursors are signed with HMAC-SHA256, so a client cannot
-// forge a position; without it a cursor is tamper-evident only in its
-// structure and binding.
+// A cursor records a position in the merged order: the last item Page
+// returned, as its suffix and its key (the sort key and, for an index, the
+// table's key too). The next Page behaves as one Query over the merged key
+// resumed after that item: it returns what follows the item in merged
+// order when it reads, whichever shard holds it, and nothing that precedes
+// it. So every shard resumes from the same place: from the item's sort key
+// on, including items with exactly that key in shards after the item's
+// suffix (before it when descending) and excluding them in the others and
+// in the item's own shard. DynamoDB's ExclusiveStartKey cannot say
+// "inclusive", so the library writes that range into the key condition,
+// intersected with the query's own (begins_with becomes a range up to the
+// largest 1,024-byte key with that prefix); BETWEEN includes both ends, so
+// an excluded end is read and its items (one per shard on a table) are
+// dropped. An index, whose keys repeat within a shard, resumes the item's
+// own shard with ExclusiveStartKey, which orders equal index keys; in
+// another shard, an excluded run of equal index keys is re-read and
+// dropped when the KeyCondition's far bound forces BETWEEN.
 //
-// Resuming is exact while the data does not change. Queries are
-// read-committed per item, never a snapshot: an item written or deleted
-// between pages appears or not depending on where it falls relative to its
-// shard's position, but no item is ever returned twice.
+// Under live writes, therefore, concatenated pages stay in order and never
+// repeat an item, and an item written between pages appears exactly when
+// it sorts after the position at the time the next Page reads its shard.
+// Reads are read-committed per item, never a snapshot. The empty Cursor
+// ends a walk; items written later need a walk of their own. Three cases
+// give a shard a position of its own in the cursor, with its own
+// semantics: under Options.Unordered each shard resumes after the last item
+// it returned; a shard that failed under Options.Partial resumes where it
+// stood, so its items come late (ordered within each page only); and a
+// Page stopped by Options.MaxShardPages records how far each shard read
+// past items its filter removed, so that no stretch is read twice, which
+// misses items written into such a stretch afterwards. Without
+// MaxShardPages, a stretch read past is read again by the next Page.
+//
+// Page knows whether anything follows without an extra request in the
+// common case: each shard is asked for one item more than the page still
+// needs, so a page that takes the last items returns the empty Cursor.
+// Only a shard whose page ended just where the merge stopped (cut by
+// PageSize, by DynamoDB's 1 MB, or emptied by the filter) gets one more
+// request, for one item; if the filter removes that item, the cursor
+// stays, and the next Page returns no items and the empty Cursor.
+//
+// A cursor is base64url text of a versioned binary encoding: 20 bytes (52
+// when signed) plus the position, about 2 bytes and, per key attribute,
+// its value and 2 bytes, plus a suffix and a position for each shard with
+// a position of its own. It is bound to a fingerprint of the layout (table,
+// index, key attributes, strategy and N, separator), the base, the
+// sort-key condition, the filter (with their names and values), the
+// direction and the suffix set: Page rejects a cursor made for anything
+// else, and any garbled, truncated or out-of-range cursor, with a
+// *CursorError (ErrInvalidCursor) before sending a request. Out-of-range
+// includes a position DynamoDB would refuse: a sort key of another type
+// than the layout's SortKeyType, values of one attribute of different
+// types, a value longer than DynamoDB's limits (1,024 bytes for a sort
+// key, 2,048 for a partition key), or a sort key outside the
+// KeyCondition, evaluated locally in DynamoDB's order. (An index layout
+// declares no types for the table's key attributes, so a forged unsigned
+// cursor with a consistently wrong type there fails at DynamoDB as a
+// *ShardError wrapping a ValidationException.) Projection, page size,
+// consistency, Unordered and Unchecked may change between pages. With
+// Options.CursorKey (at least 16 bytes, 32 random bytes recommended)
+// cursors are signed with HMAC-SHA256, so a client cannot forge a
+// position; without it a cursor is tamper-evident only in its structure,
+// binding and range.
 //
 // # Limits
 //
 // DynamoDB reads at most 1 MB per Query page before filtering, so a page
-// may come back empty yet continue; Query.PageSize (DynamoDB's Limit) also
+// may come back empty yet continue; Options.PageSize (DynamoDB's Limit) also
 // counts items before filtering. A filter that removes nearly everything
 // can make Page read many pages per shard before it has limit items;
 // Options.MaxShardPages bounds that, returning fewer items (even none) with
@@ -85,7 +159,8 @@
 // BatchGetItem, used by Lookup, reads at most 100 keys per request and may
 // leave keys unprocessed; the internal batch engine retries them with
 // capped exponential backoff. BatchGetItem reads no index and applies no
-// filter, so Lookup accepts neither. Strongly consistent reads are not
+// filter, so Lookup accepts neither (nor an index layout). Strongly
+// consistent reads are not
 // available on global secondary indexes. Physical keys are limited to 2,048
 // bytes including the suffix, checked before any request.
 //
@@ -98,8 +173,20 @@
 // call goes on with the healthy shards and ends with a *PartialError
 // listing the failed ones; the result is then incomplete, and the cursor
 // Page returns retries the failed shards from where they stood. A
-// cancelled context ends a call with the context's error. An invalid query
-// fails with ErrInvalidQuery before any request.
+// cancelled context ends a call with the context's error. A layout that
+// differs from the base's record fails with a *shard.LayoutError, and a
+// failed read of the record with the SDK's error, wrapped once, before
+// any data request.
+//
+// Input is checked before any request, and nothing panics on it: New
+// rejects a nil client, an invalid Layout and invalid Options; every call
+// rejects a nil context, a zero Scatter, invalid Options after its option
+// functions, and an empty or too long base, all with an error matching
+// ErrInvalidQuery; Page rejects a bad cursor with a *CursorError
+// (ErrInvalidCursor). Both match ErrInvalid, the family every dynashard
+// package shares. A panic inside the client is raised again in the
+// caller's goroutine, where it can be recovered, once every request
+// goroutine has ended.
 //
 // # Client settings for a fan-out
 //
@@ -113,20 +200,17 @@
 // package bounds its own concurrency for that reason; for a client used
 // for fan-out reads we recommend turning the quota off and keeping
 // retries, since a throttled or truncated response (which the retryer also
-// covers) is normal at this scale:
+// covers) is normal at this scale. dynashard.RetryForFanOut does both:
 //
 //	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-//		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-//			so.MaxAttempts = 5              // or retry.AddWithMaxAttempts
-//			so.RateLimiter = ratelimit.None // no shared retry quota
-//		})
+//		o.Retryer = retry.NewStandard(dynashard.RetryForFanOut) // 5 attempts, no quota
 //		o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 //			tr.MaxIdleConnsPerHost = 64 // ≥ MaxConcurrency; the SDK keeps 10
 //		})
 //	})
 //
-// (retry and ratelimit are github.com/aws/aws-sdk-go-v2/aws/retry and
-// .../aws/ratelimit; awshttp is .../aws/transport/http.) Use
+// (retry is github.com/aws/aws-sdk-go-v2/aws/retry; awshttp is
+// .../aws/transport/http.) Use
 // Options.MaxConcurrency to share a table's capacity with other work: a
 // scatter over N shards reads N partitions at once, which is its purpose,
 // but it also multiplies the read rate of one logical query by up to

@@ -5,71 +5,79 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/dynashardtest"
 	"github.com/dynashard/dynashard/scatter"
 	"github.com/dynashard/dynashard/shard"
 )
 
-// Order is an item of the examples' table: the day's orders, written
-// under day = "2014-07-09.<suffix>" with the suffix calculated from ID.
+// Order is an item of the examples' table: one order of the day, stored
+// under day = "2014-07-09.<suffix>" with the suffix calculated from its
+// id, the sort key.
 type Order struct {
-	Day   string `dynamodbav:"day"`
-	Time  string `dynamodbav:"time"`
 	ID    string `dynamodbav:"id"`
+	Time  string `dynamodbav:"time"`
 	Total int    `dynamodbav:"total"`
 }
 
-// exampleTable starts the test server, creates a table keyed (day, time)
-// and writes ten orders over four shards. The caller calls cleanup.
-func exampleTable() (c *dynamodb.Client, table string, cleanup func()) {
-	ctx := context.Background()
-	srv, err := ddbtest.Default()
-	if err != nil {
-		log.Fatal(err)
-	}
-	c = srv.Client()
-	in, err := ddbtest.TableInput("day:S", "time:S")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if table, err = srv.NewTable(ctx, in); err != nil {
-		log.Fatal(err)
-	}
-	strategy := shard.Hash(4)
-	for i := range 10 {
-		id := fmt.Sprintf("order-%02d", i+1)
-		o := Order{Day: shard.Key("2014-07-09", strategy.Pick(id)), Time: fmt.Sprintf("2014-07-09T%02d:00:00Z", 8+i), ID: id, Total: 10 * (i + 1)}
-		item, err := attributevalue.MarshalMap(o)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-			log.Fatal(err)
-		}
-	}
-	return c, table, func() {
-		c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	}
+// ordersLayout describes the examples' table: orders under the day
+// "2014-07-09", spread over four shards by a hash of their id.
+func ordersLayout(table string) shard.Layout {
+	return shard.Layout{Table: table, PartitionKey: "day", SortKey: "id", Strategy: shard.Hash(4)}
 }
 
-// All reads the whole day, every shard in parallel, merged in time order.
-func ExampleScatter_All() {
-	client, table, cleanup := exampleTable()
-	defer cleanup()
-
-	s := scatter.New(client)
-	q := scatter.Query{
-		Table: table, PartitionKey: "day", SortKey: "time",
-		Base: "2014-07-09", Strategy: shard.Hash(4),
-		Filter: "#total >= :min", Names: map[string]string{"#total": "total"},
-		Values: map[string]types.AttributeValue{":min": &types.AttributeValueMemberN{Value: "30"}},
+// exampleServer starts a local DynamoDB, creates the orders table from
+// its layout and writes ten orders of the day through shard.Table, which
+// also records the layout. The caller closes the server.
+func exampleServer() (*dynashardtest.Server, *dynamodb.Client, shard.Layout) {
+	ctx := context.Background()
+	srv, err := dynashardtest.NewServer()
+	if err != nil {
+		log.Fatal(err)
 	}
-	for it, err := range s.All(context.TODO(), q) {
+	layout := ordersLayout(dynashardtest.TableName("orders"))
+	in, err := layout.CreateTableInput()
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := srv.CreateTable(ctx, in); err != nil {
+		log.Fatal(err)
+	}
+	client := srv.Client()
+	orders, err := shard.NewTable[Order](client, layout)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := range 10 {
+		o := Order{ID: fmt.Sprintf("order-%02d", i+1), Time: fmt.Sprintf("2014-07-09T%02d:00:00Z", 8+i), Total: 10 * (i + 1)}
+		if err := orders.Put(ctx, "2014-07-09", o); err != nil {
+			log.Fatal(err)
+		}
+	}
+	return srv, client, layout
+}
+
+// All reads the whole day, every shard in parallel, merged in id order
+// (which is also time order here), with a filter built by the SDK's
+// expression package.
+func ExampleScatter_All() {
+	srv, client, layout := exampleServer()
+	defer srv.Close()
+
+	s, err := scatter.New(client, layout)
+	if err != nil {
+		log.Fatal(err)
+	}
+	e, err := expression.NewBuilder().
+		WithFilter(expression.Name("total").GreaterThanEqual(expression.Value(30))).
+		Build()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for it, err := range s.All(context.TODO(), "2014-07-09", scatter.WithExpression(e)) {
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -93,19 +101,19 @@ func ExampleScatter_All() {
 // Page serves the day a few orders at a time, newest first, as a
 // stateless HTTP handler would: the cursor goes to the client and back.
 func ExampleScatter_Page() {
-	client, table, cleanup := exampleTable()
-	defer cleanup()
+	srv, client, layout := exampleServer()
+	defer srv.Close()
 
-	s := scatter.New(client, func(o *scatter.Options) {
+	s, err := scatter.New(client, layout, func(o *scatter.Options) {
 		o.CursorKey = []byte("sign cursors handed to clients")
 	})
-	q := scatter.Query{
-		Table: table, PartitionKey: "day", SortKey: "time",
-		Base: "2014-07-09", Strategy: shard.Hash(4), Descending: true,
+	if err != nil {
+		log.Fatal(err)
 	}
+	newestFirst := func(o *scatter.Options) { o.Descending = true }
 	var cursor scatter.Cursor // from the client's request; empty at first
 	for page := 1; ; page++ {
-		items, next, err := s.Page(context.TODO(), q, 4, cursor)
+		items, next, err := s.Page(context.TODO(), "2014-07-09", 4, cursor, newestFirst)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -129,15 +137,18 @@ func ExampleScatter_Page() {
 	// page 3: order-02 order-01
 }
 
-// Lookup finds an order by its sort key without knowing its shard, as
-// under shard.Random, with one BatchGetItem per 100 shards.
+// Lookup finds an order by its sort key without computing its shard, with
+// one BatchGetItem per 100 shards: the way to find an item written under
+// shard.Random, shown here on the hash-sharded table.
 func ExampleScatter_Lookup() {
-	client, table, cleanup := exampleTable()
-	defer cleanup()
+	srv, client, layout := exampleServer()
+	defer srv.Close()
 
-	s := scatter.New(client)
-	q := scatter.Query{Table: table, PartitionKey: "day", SortKey: "time", Base: "2014-07-09", Strategy: shard.Random(4)}
-	items, err := s.Lookup(context.TODO(), q, &types.AttributeValueMemberS{Value: "2014-07-09T12:00:00Z"})
+	s, err := scatter.New(client, layout)
+	if err != nil {
+		log.Fatal(err)
+	}
+	items, err := s.Lookup(context.TODO(), "2014-07-09", &types.AttributeValueMemberS{Value: "order-05"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,63 +11,58 @@ import (
 
 	"github.com/dynashard/dynashard/internal/batch"
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/shard"
 )
 
-// Lookup finds an item by its sort key when its suffix is unknown, as under
-// shard.Random: it reads the key (Base<Sep>i, sortKey) for every suffix i
-// with BatchGetItem, ⌈N/100⌉ requests, retrying unprocessed keys with
-// backoff. It returns the items found in suffix order: none, one, or
-// several if the same sort key was written under several suffixes. For a
-// table without a sort key (q.SortKey empty) sortKey must be nil and
-// Lookup returns every shard's item.
+// Lookup finds an item of base by its sort key when its suffix is unknown,
+// as under shard.Random: it reads the key (base<Sep>i, sortKey) for every
+// suffix i (of Options.Suffixes, or 1..N) with BatchGetItem, ⌈N/100⌉
+// requests, retrying unprocessed keys with backoff. It returns the items
+// found in suffix order: none, one, or several if the same sort key was
+// written under several suffixes. For a layout without a sort key,
+// sortKey must be nil and Lookup returns every shard's item.
 //
-// Lookup uses q's Table, PartitionKey, SortKey, Base, Strategy or
-// Suffixes, Codec, Projection, Names and ConsistentRead; BatchGetItem has
-// no index, key condition or filter, so a q with Index, KeyCondition or
-// Filter is an invalid query. Keys that could not be read after the
-// retries are reported as *ShardError values, joined (errors.As finds
-// each); under Options.Partial the items found come back with a
-// *PartialError.
-func (s *Scatter) Lookup(ctx context.Context, q Query, sortKey types.AttributeValue) ([]Item, error) {
-	switch {
-	case q.Index != "":
-		return nil, invalid("Lookup cannot read index %q (BatchGetItem reads tables)", q.Index)
-	case q.KeyCondition != "" || q.Filter != "":
-		return nil, invalid("Lookup takes no KeyCondition or Filter")
-	case q.SortKey == "" && sortKey != nil:
-		return nil, invalid("sort key value given, but the query has no SortKey")
-	}
-	p, err := newPlan(q)
+// Lookup uses the Options' Projection, Names, ConsistentRead and
+// Suffixes; BatchGetItem has no index, key condition or filter, so an
+// index layout, a KeyCondition or a Filter (or a sortKey that is not a
+// valid key value) makes an invalid query, rejected before any request.
+// Then the layout is checked as for All. Keys that could not be read
+// after the retries are reported as *ShardError values, joined
+// (errors.As finds each); under Options.Partial the items found come back
+// with a *PartialError.
+func (s *Scatter) Lookup(ctx context.Context, base string, sortKey types.AttributeValue, optFns ...func(*Options)) ([]Item, error) {
+	p, err := s.plan(ctx, base, optFns)
 	if err != nil {
 		return nil, err
 	}
-	if q.SortKey != "" {
-		if err := ddbsize.CheckKeyValue(q.SortKey, sortKey, true); err != nil {
-			return nil, invalid("sort key: %v", err)
-		}
+	if err := checkLookup(p, sortKey); err != nil {
+		return nil, err
 	}
+	if err := s.verify(ctx, base); err != nil {
+		return nil, err
+	}
+	l, o := p.l, p.o
 	keys := make([]batch.Key, len(p.pks))
 	for i, pk := range p.pks {
-		k := map[string]types.AttributeValue{q.PartitionKey: &types.AttributeValueMemberS{Value: pk}}
-		if q.SortKey != "" {
-			k[q.SortKey] = sortKey
+		k := map[string]types.AttributeValue{l.PartitionKey: &types.AttributeValueMemberS{Value: pk}}
+		if l.SortKey != "" {
+			k[l.SortKey] = sortKey
 		}
-		keys[i] = batch.Key{Table: q.Table, Key: k}
+		keys[i] = batch.Key{Table: l.Table, Key: k}
 	}
-	keyAttrs := []string{q.PartitionKey}
-	if q.SortKey != "" {
-		keyAttrs = append(keyAttrs, q.SortKey)
+	keyAttrs := []string{l.PartitionKey}
+	if l.SortKey != "" {
+		keyAttrs = append(keyAttrs, l.SortKey)
 	}
 	requests := (len(keys) + batch.MaxKeysPerRequest - 1) / batch.MaxKeysPerRequest
-	opts := func(o *batch.Options) {
-		o.MaxConcurrency = s.concurrency(requests)
-		o.KeyAttributes = map[string][]string{q.Table: keyAttrs}
-		o.ConsistentRead = q.ConsistentRead
-		if q.Projection != "" {
-			o.Projections = map[string]batch.Projection{q.Table: lookupProjection(q)}
+	found, st, err := batch.Get(ctx, s.c, keys, func(bo *batch.Options) {
+		bo.MaxConcurrency = concurrency(o, requests)
+		bo.KeyAttributes = map[string][]string{l.Table: keyAttrs}
+		bo.ConsistentRead = o.ConsistentRead
+		if o.Projection != "" {
+			bo.Projections = map[string]batch.Projection{l.Table: lookupProjection(l, o)}
 		}
-	}
-	found, st, err := batch.Get(ctx, s.c, keys, opts)
+	})
 	s.mu.Lock()
 	s.stats.BatchGets += int64(st.Requests)
 	s.stats.Items += int64(len(found))
@@ -76,11 +71,11 @@ func (s *Scatter) Lookup(ctx context.Context, q Query, sortKey types.AttributeVa
 
 	items := make([]Item, 0, len(found))
 	for _, f := range found {
-		pk, _ := f.Item[q.PartitionKey].(*types.AttributeValueMemberS)
+		pk, _ := f.Item[l.PartitionKey].(*types.AttributeValueMemberS)
 		if pk == nil {
-			return nil, fmt.Errorf("scatter: lookup: item without partition key %q", q.PartitionKey)
+			return nil, fmt.Errorf("scatter: lookup: item without partition key %q", l.PartitionKey)
 		}
-		_, suffix, perr := q.Codec.Parse(pk.Value)
+		_, suffix, perr := l.Codec.Parse(pk.Value)
 		if perr != nil {
 			return nil, fmt.Errorf("scatter: lookup: %w", perr)
 		}
@@ -93,6 +88,37 @@ func (s *Scatter) Lookup(ctx context.Context, q Query, sortKey types.AttributeVa
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	return lookupFailed(p, items, err)
+}
+
+// checkLookup checks what Lookup needs beyond a plan: a table layout, no
+// condition or filter, and a sort-key value of the layout's type (nil
+// without a sort key).
+func checkLookup(p *plan, sortKey types.AttributeValue) error {
+	l, o := p.l, p.o
+	switch {
+	case l.Index != "":
+		return invalid("Lookup cannot read index %q (BatchGetItem reads tables)", l.Index)
+	case o.KeyCondition != "" || o.Filter != "":
+		return invalid("Lookup takes no KeyCondition or Filter")
+	case l.SortKey == "" && sortKey != nil:
+		return invalid("sort key value given, but the layout has no SortKey")
+	case l.SortKey == "":
+		return nil
+	}
+	if err := ddbsize.CheckKeyValue(l.SortKey, sortKey, true); err != nil {
+		return invalid("sort key: %v", err)
+	}
+	if kind, _ := valueKind(sortKey); kind != sortKind(l) {
+		return invalid("sort key value is %c, the layout's SortKeyType is %c", kind, sortKind(l))
+	}
+	return nil
+}
+
+// lookupFailed turns batch.Get's error into Lookup's: one *ShardError per
+// key left unread, joined, or under Options.Partial the items found with a
+// *PartialError.
+func lookupFailed(p *plan, items []Item, err error) ([]Item, error) {
 	var ue *batch.UnprocessedError
 	if !errors.As(err, &ue) {
 		return nil, fmt.Errorf("scatter: lookup: %w", err)
@@ -103,12 +129,12 @@ func (s *Scatter) Lookup(ctx context.Context, q Query, sortKey types.AttributeVa
 	}
 	failures := make([]*ShardError, 0, len(ue.Keys))
 	for _, k := range ue.Keys {
-		pk := k.Key[q.PartitionKey].(*types.AttributeValueMemberS).Value
-		_, suffix, _ := q.Codec.Parse(pk)
+		pk := k.Key[p.l.PartitionKey].(*types.AttributeValueMemberS).Value
+		_, suffix, _ := p.l.Codec.Parse(pk)
 		failures = append(failures, &ShardError{Suffix: suffix, Key: pk, Err: cause})
 	}
 	slices.SortFunc(failures, func(a, b *ShardError) int { return a.Suffix - b.Suffix })
-	if s.opts.Partial {
+	if p.o.Partial {
 		return items, &PartialError{Errs: failures}
 	}
 	errs := make([]error, len(failures))
@@ -118,20 +144,20 @@ func (s *Scatter) Lookup(ctx context.Context, q Query, sortKey types.AttributeVa
 	return nil, errors.Join(errs...)
 }
 
-// lookupProjection is q's projection plus the partition key, which tells
+// lookupProjection is o's projection plus the partition key, which tells
 // which suffix an item came from, with only the names it uses.
-func lookupProjection(q Query) batch.Projection {
-	expr := q.Projection
+func lookupProjection(l shard.Layout, o Options) batch.Projection {
+	expr := o.Projection
 	names := map[string]string{}
 	used := placeholders('#', expr)
-	for k, v := range q.Names {
+	for k, v := range o.Names {
 		if used[k] {
 			names[k] = v
 		}
 	}
-	if !projected(expr, q.Names)[q.PartitionKey] {
+	if !projected(expr, o.Names)[l.PartitionKey] {
 		expr += ", " + pkName
-		names[pkName] = q.PartitionKey
+		names[pkName] = l.PartitionKey
 	}
 	if len(names) == 0 {
 		names = nil

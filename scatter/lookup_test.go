@@ -46,7 +46,7 @@ func TestLookup(t *testing.T) {
 		putAll(t, direct, table, items)
 		where["order-999"] = nil // never written
 
-		q := scatter.Query{Table: table, PartitionKey: "pk", SortKey: "sk", Base: "day", Strategy: strategy}
+		l := layout(table, 'S', strategy)
 		p := newProxy(t, s.Endpoint, faultproxy.Config{UnprocessedRate: 0.25, Seed: 3})
 		for _, endpoint := range []string{s.Endpoint, p.URL()} {
 			c, _ := testClient(endpoint)
@@ -55,8 +55,8 @@ func TestLookup(t *testing.T) {
 				if checked++; endpoint == p.URL() && checked > 12 {
 					break
 				}
-				sc := scatter.New(c)
-				got, err := sc.Lookup(context.Background(), q, sv(id))
+				sc := newScatter(t, c, l)
+				got, err := sc.Lookup(context.Background(), "day", sv(id))
 				if err != nil {
 					t.Fatalf("Lookup(%s): %v", id, err)
 				}
@@ -79,10 +79,10 @@ func TestLookup(t *testing.T) {
 		}
 
 		c, _ := testClient(s.Endpoint)
-		sc := scatter.New(c)
-		pq := q
-		pq.Projection, pq.Names = "#v", map[string]string{"#v": "v"}
-		got, err := sc.Lookup(context.Background(), pq, sv("order-001"))
+		sc := newScatter(t, c, l)
+		got, err := sc.Lookup(context.Background(), "day", sv("order-001"), func(o *scatter.Options) {
+			o.Projection, o.Names = "#v", map[string]string{"#v": "v"}
+		})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("got %v, %v, want one item", got, err)
 		}
@@ -96,21 +96,30 @@ func TestLookup(t *testing.T) {
 			t.Errorf("projected attributes (-got +want)\n%s", diff)
 		}
 
+		index := l
+		index.Index, index.TableKey, index.Unchecked = "gsi", []string{"pk", "sk"}, true
+		counted, sent := countingClient(s.Endpoint)
 		for name, tc := range map[string]struct {
-			edit func(*scatter.Query)
-			key  types.AttributeValue
+			l   shard.Layout
+			opt func(*scatter.Options)
+			key types.AttributeValue
 		}{
-			"index":          {func(q *scatter.Query) { q.Index, q.TableKey = "gsi", []string{"pk", "sk"} }, sv("x")},
-			"filter":         {func(q *scatter.Query) { q.Filter = "v > :x" }, sv("x")},
-			"empty sort key": {func(*scatter.Query) {}, sv("")},
-			"nil sort key":   {func(*scatter.Query) {}, nil},
-			"wrong type":     {func(*scatter.Query) {}, &types.AttributeValueMemberBOOL{Value: true}},
+			"index":  {index, nil, sv("x")},
+			"filter": {l, func(o *scatter.Options) { o.Filter = "v > :x" }, sv("x")},
+			"key condition": {l, func(o *scatter.Options) {
+				o.KeyCondition, o.Values = "sk = :x", map[string]types.AttributeValue{":x": sv("x")}
+			}, sv("x")},
+			"empty sort key":      {l, nil, sv("")},
+			"nil sort key":        {l, nil, nil},
+			"wrong type":          {l, nil, &types.AttributeValueMemberBOOL{Value: true}},
+			"not the SortKeyType": {l, nil, nv("1")},
 		} {
-			q2 := q
-			tc.edit(&q2)
-			if _, err := sc.Lookup(context.Background(), q2, tc.key); !errors.Is(err, scatter.ErrInvalidQuery) {
+			if _, err := newScatter(t, counted, tc.l).Lookup(context.Background(), "day", tc.key, tc.opt); !errors.Is(err, scatter.ErrInvalidQuery) {
 				t.Errorf("%s: got %v, want ErrInvalidQuery", name, err)
 			}
+		}
+		if n := sent.total(); n != 0 {
+			t.Errorf("invalid lookups sent %d requests, want 0", n)
 		}
 	})
 }

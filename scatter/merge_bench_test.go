@@ -78,8 +78,8 @@ func benchData(kind byte) [][][]map[string]types.AttributeValue {
 // mergeAll runs the library's merge over preloaded pages: the run is given
 // every shard's pages as if they had just arrived, so no request is made.
 func mergeAll(b *testing.B, p *plan, data [][][]map[string]types.AttributeValue) int {
-	s := New(nil)
-	r := s.newRun(context.Background(), p, nil, -1, 0)
+	s := &Scatter{} // no client: the run below sends nothing
+	r := s.newRun(context.Background(), p, resume{}, -1, 0)
 	defer r.close()
 	r.started = true // nothing to launch: pages are fed below
 	next := make([]int, len(data))
@@ -110,9 +110,10 @@ func mergeAll(b *testing.B, p *plan, data [][][]map[string]types.AttributeValue)
 		r.shards[i].pages = 1
 	}
 	n := 0
+	o := r.m.(*ordered)
 	for {
-		if r.dirty {
-			if sh := r.tree[0]; sh.i >= len(sh.items) && sh.pending == nil && !sh.done {
+		if o.dirty {
+			if sh := o.tree[0]; sh.i >= len(sh.items) && sh.pending == nil && !sh.done {
 				feed(sh)
 			}
 		}
@@ -129,7 +130,7 @@ func mergeAll(b *testing.B, p *plan, data [][][]map[string]types.AttributeValue)
 }
 
 func benchPlan(b *testing.B) *plan {
-	p, err := newPlan(Query{Table: "t", PartitionKey: "pk", SortKey: "sk", Base: "2014-07-09", Strategy: shard.Hash(benchShards)})
+	p, err := newPlan(shard.Layout{Table: "t", PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(benchShards)}, "2014-07-09", Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,98 +9,12 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/keyorder"
 	"github.com/dynashard/dynashard/shard"
 )
-
-// Query describes one logical query: every item under the physical keys
-// Base<Sep>1 … Base<Sep>N of PartitionKey, optionally narrowed by a
-// sort-key condition and a filter, read as if it were one Query. The zero
-// value is not a valid query: Table, PartitionKey, Base and one of
-// Strategy or Suffixes are required.
-type Query struct {
-	// Table is the table name.
-	Table string
-	// Index names a global or local secondary index to query; empty
-	// queries the table.
-	Index string
-	// PartitionKey is the name of the sharded partition-key attribute (the
-	// index's partition key for an index query). Its values are strings
-	// Base<Sep>suffix.
-	PartitionKey string
-	// SortKey is the name of the sort-key attribute (the index's for an
-	// index query), which orders the merge. Empty means the table or index
-	// has no sort key: items then come in suffix order.
-	SortKey string
-	// TableKey names the table's own key attributes (partition key, then
-	// sort key if any). Required for an index query, because resuming a
-	// shard part-way needs the table key as well as the index key; ignored
-	// otherwise.
-	TableKey []string
-
-	// Base is the logical partition-key value, e.g. "2014-07-09".
-	Base string
-	// Strategy gives the shard count: suffixes 1..Strategy.N(). Set exactly
-	// one of Strategy and Suffixes.
-	Strategy shard.Strategy
-	// Suffixes lists the suffixes to read, each in 1..shard.MaxN, when
-	// only some shards are wanted. Order does not matter.
-	Suffixes []int
-	// Codec formats the physical keys; the zero Codec uses "." as in the
-	// guide ("2014-07-09.7").
-	Codec shard.Codec
-
-	// KeyCondition is a condition on the sort key alone, such as
-	// "#sk BETWEEN :lo AND :hi"; the library adds the partition-key part.
-	// Empty means every item of each shard.
-	KeyCondition string
-	// Filter is a filter expression, applied by DynamoDB after reading.
-	Filter string
-	// Projection is a projection expression. Empty returns all attributes.
-	Projection string
-	// Names and Values are the placeholders the expressions use. Names
-	// starting with "#dynashard_" and values starting with ":dynashard_"
-	// are reserved for the library and rejected.
-	Names  map[string]string
-	Values map[string]types.AttributeValue
-
-	// ConsistentRead asks for strongly consistent reads (not on a global
-	// secondary index).
-	ConsistentRead bool
-	// Descending returns items in descending sort-key order.
-	Descending bool
-	// Unordered streams items as shards deliver them, in no particular
-	// order across shards (each shard's own items stay in order). It saves
-	// the merge's waiting for the slowest shard.
-	Unordered bool
-	// PageSize is the Limit of each Query request: the items DynamoDB
-	// reads per page, before filtering. Zero means DynamoDB's 1 MB page.
-	// A smaller page bounds memory (N × two pages at most) and, for Page,
-	// over-reading.
-	PageSize int32
-}
-
-// WithExpression returns a copy of q that takes its key condition, filter,
-// projection, names and values from e, as built by the SDK's expression
-// package. The key condition, if any, must be on the sort key only. It
-// replaces q's Names and Values.
-func (q Query) WithExpression(e expression.Expression) Query {
-	if s := e.KeyCondition(); s != nil {
-		q.KeyCondition = *s
-	}
-	if s := e.Filter(); s != nil {
-		q.Filter = *s
-	}
-	if s := e.Projection(); s != nil {
-		q.Projection = *s
-	}
-	q.Names = e.Names()
-	q.Values = e.Values()
-	return q
-}
 
 // The library's own placeholders. The caller may not use the prefixes.
 const (
@@ -110,128 +24,217 @@ const (
 	pkValue       = reservedValue + "pk"
 )
 
-// plan is a validated Query turned into what the requests need.
+// plan is a call checked and turned into what its requests need: the
+// layout, the base and the call's options.
 type plan struct {
-	q        Query
+	l        shard.Layout
+	o        Options
+	base     string
 	pkAttr   string
 	skAttr   string
 	keyAttrs []string // attributes of a resume key besides pkAttr, sorted
+	skIndex  int      // skAttr's index in keyAttrs; -1 without a sort key
+	keyKinds []keyorder.Kind
+	keyMax   []int    // byte limit of each keyAttrs value
 	suffixes []int    // ascending; the index into it is a shard's ordinal
 	pks      []string // physical keys, by ordinal
 	desc     bool
 	ordered  bool
+	cond     sortCond // the parsed KeyCondition
 
 	keyCond, filter, projection string
 	names                       map[string]string
 	values                      map[string]types.AttributeValue // without pkValue
+	// rangeNames and rangeValues serve requests whose sort-key condition
+	// the library renders (see plan.start): the caller's KeyCondition's own
+	// placeholders left out, since DynamoDB rejects unused ones.
+	rangeNames  map[string]string
+	rangeValues map[string]types.AttributeValue
 
 	fingerprint [16]byte
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidQuery}, args...)...)
+// newPlan plans a call of layout l (already valid) on base with options
+// o, or returns an error matching ErrInvalidQuery.
+func newPlan(l shard.Layout, base string, o Options) (*plan, error) {
+	p, err := newShape(l, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.keys(base); err != nil {
+		return nil, err
+	}
+	p.fingerprint = fingerprint(p)
+	return p, nil
 }
 
-func newPlan(q Query) (*plan, error) {
-	switch {
-	case q.Table == "":
-		return nil, invalid("empty Table")
-	case q.PartitionKey == "":
-		return nil, invalid("empty PartitionKey")
-	case q.SortKey == q.PartitionKey:
-		return nil, invalid("SortKey %q equals PartitionKey", q.SortKey)
-	case q.Base == "":
-		return nil, invalid("empty Base")
-	case q.PageSize < 0:
-		return nil, invalid("negative PageSize %d", q.PageSize)
-	case (q.Strategy == nil) == (len(q.Suffixes) == 0):
-		return nil, invalid("set exactly one of Strategy and Suffixes")
-	}
-	p := &plan{q: q, pkAttr: q.PartitionKey, skAttr: q.SortKey, desc: q.Descending, ordered: !q.Unordered}
-	if q.Strategy != nil {
-		n := q.Strategy.N()
-		if err := shard.CheckN(n); err != nil {
-			return nil, invalid("strategy: %v", err)
+// newShape checks o against l and plans everything that does not depend
+// on a base; New calls it to reject bad Options early.
+func newShape(l shard.Layout, o Options) (*plan, error) {
+	p := &plan{l: l, o: o, pkAttr: l.PartitionKey, skAttr: l.SortKey, desc: o.Descending, ordered: !o.Unordered}
+	for _, step := range []func() error{p.checkOptions, p.shards, p.resumeKey, p.placeholders, p.keyTypes} {
+		if err := step(); err != nil {
+			return nil, err
 		}
+	}
+	p.expressions()
+	return p, nil
+}
+
+// checkOptions checks the options that have a domain of their own.
+func (p *plan) checkOptions() error {
+	o := p.o
+	switch {
+	case o.MaxConcurrency < 0:
+		return invalid("negative MaxConcurrency %d", o.MaxConcurrency)
+	case o.MaxShardPages < 0:
+		return invalid("negative MaxShardPages %d", o.MaxShardPages)
+	case o.PageSize < 0:
+		return invalid("negative PageSize %d", o.PageSize)
+	case len(o.CursorKey) > 0 && len(o.CursorKey) < minCursorKey:
+		return invalid("CursorKey has %d bytes, want at least %d (32 random bytes recommended)",
+			len(o.CursorKey), minCursorKey)
+	}
+	return nil
+}
+
+// shards resolves the suffixes to read: Options.Suffixes, or 1..N.
+func (p *plan) shards() error {
+	n := p.l.N()
+	if len(p.o.Suffixes) == 0 {
 		p.suffixes = make([]int, n)
 		for i := range n {
 			p.suffixes[i] = i + 1
 		}
-	} else {
-		p.suffixes = slices.Clone(q.Suffixes)
-		slices.Sort(p.suffixes)
-		for i, s := range p.suffixes {
-			if s < 1 || s > shard.MaxN {
-				return nil, invalid("suffix %d outside 1..%d", s, shard.MaxN)
-			}
-			if i > 0 && p.suffixes[i-1] == s {
-				return nil, invalid("suffix %d listed twice", s)
-			}
+		return nil
+	}
+	p.suffixes = slices.Clone(p.o.Suffixes)
+	slices.Sort(p.suffixes)
+	for i, s := range p.suffixes {
+		if s < 1 || s > n {
+			return invalid("suffix %d outside 1..%d (the layout's N)", s, n)
+		}
+		if i > 0 && p.suffixes[i-1] == s {
+			return invalid("suffix %d listed twice", s)
 		}
 	}
+	return nil
+}
+
+// keys checks base and makes the physical keys.
+func (p *plan) keys(base string) error {
+	if base == "" {
+		return invalid("empty base: %w", p.l.Codec.Check(base, 1))
+	}
+	p.base = base
 	p.pks = make([]string, len(p.suffixes))
 	for i, s := range p.suffixes {
-		if err := q.Codec.Check(q.Base, s); err != nil {
-			return nil, invalid("base %q, suffix %d: %v", q.Base, s, err)
+		if err := p.l.Codec.Check(base, s); err != nil {
+			return invalid("base, suffix %d: %w", s, err)
 		}
-		p.pks[i] = q.Codec.Key(q.Base, s)
+		p.pks[i] = p.l.Codec.Key(base, s)
 	}
+	return nil
+}
 
-	// The resume key: DynamoDB's ExclusiveStartKey holds the table's key and,
-	// for an index, the index's key too.
+// resumeKey finds the attributes of DynamoDB's ExclusiveStartKey besides
+// the partition key: the table's key and, for an index, the index's too.
+// (Layout.Validate has checked TableKey.)
+func (p *plan) resumeKey() error {
+	l := p.l
 	keys := map[string]bool{}
-	if q.SortKey != "" {
-		keys[q.SortKey] = true
+	if l.SortKey != "" {
+		keys[l.SortKey] = true
 	}
-	if q.Index != "" {
-		if len(q.TableKey) < 1 || len(q.TableKey) > 2 {
-			return nil, invalid("index query on %q needs TableKey (1 or 2 attribute names), got %q", q.Index, q.TableKey)
-		}
-		for _, k := range q.TableKey {
-			if k == "" {
-				return nil, invalid("empty name in TableKey")
-			}
+	if l.Index != "" {
+		for _, k := range l.TableKey {
 			keys[k] = true
 		}
 	}
-	delete(keys, q.PartitionKey)
+	delete(keys, l.PartitionKey)
 	p.keyAttrs = slices.Sorted(maps.Keys(keys))
-
-	// Placeholders: ours must not collide with the caller's.
-	for k := range q.Names {
-		if strings.HasPrefix(k, reservedName) {
-			return nil, invalid("expression name %q uses the reserved prefix %q", k, reservedName)
+	p.skIndex = slices.Index(p.keyAttrs, l.SortKey)
+	p.keyMax = make([]int, len(p.keyAttrs))
+	for i, a := range p.keyAttrs {
+		p.keyMax[i] = maxKeyValue // a partition key: the table's, for an index
+		if a == l.SortKey || l.Index != "" && len(l.TableKey) == 2 && a == l.TableKey[1] {
+			p.keyMax[i] = maxSortKeyBytes
 		}
 	}
-	for k := range q.Values {
+	return nil
+}
+
+// placeholders checks that the caller's placeholders stay clear of ours.
+func (p *plan) placeholders() error {
+	o := p.o
+	for k := range o.Names {
+		if strings.HasPrefix(k, reservedName) {
+			return invalid("expression name %q uses the reserved prefix %q", k, reservedName)
+		}
+	}
+	for k := range o.Values {
 		if strings.HasPrefix(k, reservedValue) {
-			return nil, invalid("expression value %q uses the reserved prefix %q", k, reservedValue)
+			return invalid("expression value %q uses the reserved prefix %q", k, reservedValue)
 		}
 	}
 	for _, e := range []struct{ what, expr string }{
-		{"KeyCondition", q.KeyCondition}, {"Filter", q.Filter}, {"Projection", q.Projection},
+		{"KeyCondition", o.KeyCondition}, {"Filter", o.Filter}, {"Projection", o.Projection},
 	} {
 		if strings.Contains(e.expr, reservedName) || strings.Contains(e.expr, reservedValue) {
-			return nil, invalid("%s %q uses a reserved placeholder (%q, %q)", e.what, e.expr, reservedName, reservedValue)
+			return invalid("%s %q uses a reserved placeholder (%q, %q)", e.what, e.expr, reservedName, reservedValue)
 		}
 	}
+	return nil
+}
 
-	p.names = maps.Clone(q.Names)
+// keyTypes parses the key condition and settles the type of each key
+// attribute: the sort key's is the layout's SortKeyType, which the
+// condition's values must have; an index layout's table key attributes
+// have no declared type, and a cursor's values for them are only checked
+// for consistency (see plan.checkPositions).
+func (p *plan) keyTypes() error {
+	var err error
+	if p.cond, err = parseKeyCondition(p.skAttr, sortKind(p.l), p.o); err != nil {
+		return err
+	}
+	p.keyKinds = make([]keyorder.Kind, len(p.keyAttrs))
+	if p.skIndex >= 0 {
+		p.keyKinds[p.skIndex] = sortKind(p.l)
+	}
+	return nil
+}
+
+// sortKind is the layout's sort-key type (S when unset), 0 without a
+// sort key.
+func sortKind(l shard.Layout) keyorder.Kind {
+	switch {
+	case l.SortKey == "":
+		return 0
+	case l.SortKeyType == "":
+		return keyorder.S
+	}
+	return keyorder.Kind(l.SortKeyType[0])
+}
+
+// expressions builds the names, values and conditions of the requests.
+func (p *plan) expressions() {
+	o := p.o
+	p.names = maps.Clone(o.Names)
 	if p.names == nil {
 		p.names = map[string]string{}
 	}
-	p.names[pkName] = q.PartitionKey
-	p.values = q.Values
+	p.names[pkName] = p.pkAttr
+	p.values = o.Values
 	p.keyCond = pkName + " = " + pkValue
-	if q.KeyCondition != "" {
-		p.keyCond = "(" + p.keyCond + ") AND (" + q.KeyCondition + ")"
+	if o.KeyCondition != "" {
+		p.keyCond = "(" + p.keyCond + ") AND (" + o.KeyCondition + ")"
 	}
-	p.filter = q.Filter
-	p.projection = q.Projection
+	p.filter = o.Filter
+	p.projection = o.Projection
 	if p.projection != "" {
 		// The merge needs the sort key and a resume needs the whole key,
 		// whatever the caller projects.
-		have := projected(p.projection, q.Names)
+		have := projected(p.projection, o.Names)
 		for i, k := range p.keyAttrs {
 			if !have[k] {
 				ph := fmt.Sprintf("%sk%d", reservedName, i)
@@ -240,8 +243,26 @@ func newPlan(q Query) (*plan, error) {
 			}
 		}
 	}
-	p.fingerprint = fingerprint(p)
-	return p, nil
+	p.rangePlaceholders()
+}
+
+// rangePlaceholders keeps the names and values the filter and projection
+// use, for requests whose key condition the library renders.
+func (p *plan) rangePlaceholders() {
+	usedN := placeholders('#', p.filter, p.projection)
+	usedV := placeholders(':', p.filter)
+	p.rangeNames = map[string]string{pkName: p.pkAttr, skName: p.skAttr}
+	for k, v := range p.names {
+		if usedN[k] {
+			p.rangeNames[k] = v
+		}
+	}
+	p.rangeValues = map[string]types.AttributeValue{}
+	for k, v := range p.values {
+		if usedV[k] {
+			p.rangeValues[k] = v
+		}
+	}
 }
 
 // projected returns the top-level attributes a projection expression names.
@@ -285,24 +306,33 @@ func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// input returns the Query request for shard ord, starting after esk.
-func (p *plan) input(ord int, esk map[string]types.AttributeValue, limit int32) *dynamodb.QueryInput {
-	values := make(map[string]types.AttributeValue, len(p.values)+1)
-	maps.Copy(values, p.values)
-	values[pkValue] = &types.AttributeValueMemberS{Value: p.pks[ord]}
+// input returns the Query request for shard ord, starting after esk. A
+// non-nil rng replaces the KeyCondition (see plan.start).
+func (p *plan) input(ord int, esk map[string]types.AttributeValue, rng *keyRange, limit int32) *dynamodb.QueryInput {
+	keyCond, names, values := p.keyCond, p.names, p.values
+	var rngValues map[string]types.AttributeValue
+	if rng != nil {
+		var cond string
+		cond, rngValues = rng.expr()
+		keyCond, names, values = pkName+" = "+pkValue+" AND "+cond, p.rangeNames, p.rangeValues
+	}
+	vals := make(map[string]types.AttributeValue, len(values)+len(rngValues)+1)
+	maps.Copy(vals, values)
+	maps.Copy(vals, rngValues)
+	vals[pkValue] = &types.AttributeValueMemberS{Value: p.pks[ord]}
 	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(p.q.Table),
-		KeyConditionExpression:    aws.String(p.keyCond),
-		ExpressionAttributeNames:  p.names,
-		ExpressionAttributeValues: values,
+		TableName:                 aws.String(p.l.Table),
+		KeyConditionExpression:    aws.String(keyCond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
 		ExclusiveStartKey:         esk,
 		ScanIndexForward:          aws.Bool(!p.desc),
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}
-	if p.q.Index != "" {
-		in.IndexName = aws.String(p.q.Index)
+	if p.l.Index != "" {
+		in.IndexName = aws.String(p.l.Index)
 	}
-	if p.q.ConsistentRead {
+	if p.o.ConsistentRead {
 		in.ConsistentRead = aws.Bool(true)
 	}
 	if p.filter != "" {
@@ -320,7 +350,7 @@ func (p *plan) input(ord int, esk map[string]types.AttributeValue, limit int32) 
 // countInput is input for Select COUNT: no projection, and only the names
 // and values the remaining expressions use (DynamoDB rejects unused ones).
 func (p *plan) countInput(ord int, esk map[string]types.AttributeValue) *dynamodb.QueryInput {
-	in := p.input(ord, esk, p.q.PageSize)
+	in := p.input(ord, esk, nil, p.o.PageSize)
 	in.ProjectionExpression = nil
 	in.Select = types.SelectCount
 	used := placeholders('#', p.keyCond, p.filter)
@@ -346,7 +376,8 @@ func (p *plan) esk(ord int, key []types.AttributeValue) map[string]types.Attribu
 }
 
 // fingerprint identifies what a cursor may resume: the same items in the
-// same order. Projection, consistency and page size do not change that.
+// same order, under the same layout (its strategy and N included).
+// Projection, consistency, page size and Unchecked do not change that.
 func fingerprint(p *plan) [16]byte {
 	h := sha256.New()
 	str := func(s string) {
@@ -355,13 +386,14 @@ func fingerprint(p *plan) [16]byte {
 		h.Write([]byte(s))
 	}
 	str("dynashard/scatter/v1")
-	str(p.q.Table)
-	str(p.q.Index)
+	str(p.l.String())
+	str(p.l.Table)
+	str(p.l.Index)
 	str(p.pkAttr)
 	str(p.skAttr)
 	str(strings.Join(p.keyAttrs, "\x00"))
-	str(p.q.Base)
-	str(p.q.Codec.Key("", 0)) // the separator, resolved
+	str(p.base)
+	str(p.l.Codec.Key("", 0)) // the separator, resolved
 	str(p.keyCond)
 	str(p.filter)
 	used := placeholders('#', p.keyCond, p.filter)

@@ -2,14 +2,19 @@ package scatter
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/shard"
 )
 
 // DefaultMaxConcurrency caps the requests one call has in flight when
@@ -17,35 +22,48 @@ import (
 const DefaultMaxConcurrency = 32
 
 // Client is the part of *dynamodb.Client a Scatter uses: Query for All,
-// Page and Count, BatchGetItem for Lookup. *dynamodb.Client implements it.
+// Page and Count, BatchGetItem for Lookup, and GetItem to read a base's
+// layout record (see [shard.Layout.Verify]). *dynamodb.Client implements
+// it.
 type Client interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
-// Options configure a Scatter. The zero value is ready to use: bounded
-// concurrency, fail on the first shard error, unsigned cursors, no bound on
-// the pages one Page call reads.
+var _ Client = (*dynamodb.Client)(nil)
+
+// Options configure a Scatter, and each call through optFns applied to a
+// copy of the Scatter's Options for that call only, as the AWS SDK does
+// for an operation. The first four fields set how a call runs, the others
+// what it reads (usually set per call). The zero value is ready to use:
+// every item of every shard, ascending, bounded concurrency, fail on the
+// first shard error, unsigned cursors, no bound on the pages one Page call
+// reads. New and every call check the Options and reject invalid ones with
+// ErrInvalidQuery before any request.
 type Options struct {
 	// MaxConcurrency bounds the requests one call keeps in flight. Zero
-	// means min(N, DefaultMaxConcurrency). Every request of a call goes
-	// through one SDK client and its shared retry quota, so a bound well
-	// below the client's quota keeps a throttled fan-out from draining it
-	// (see the package doc).
+	// means min(N, DefaultMaxConcurrency); negative is invalid. Every
+	// request of a call goes through one SDK client and its shared retry
+	// quota, so a bound well below the client's quota keeps a throttled
+	// fan-out from draining it (see the package doc).
 	MaxConcurrency int
 
 	// Partial makes a shard's failure non-fatal: All, Page and Count go on
 	// with the other shards and end with a *PartialError listing every
-	// failed shard. The result is then incomplete, and for an ordered query
-	// it is ordered only within what was returned. Zero value: false, the
-	// first failure cancels the other shards and is returned as a
+	// failed shard. The result is then incomplete, and for an ordered
+	// read it is ordered only within what was returned. Zero value: false,
+	// the first failure cancels the other shards and is returned as a
 	// *ShardError.
 	Partial bool
 
 	// CursorKey, when non-empty, signs every cursor Page returns with
 	// HMAC-SHA256 and makes Page reject unsigned cursors and cursors with a
 	// bad signature. Set it when cursors travel through untrusted clients.
-	// Zero value: cursors are unsigned, and signed ones are rejected.
+	// It must have at least 16 bytes (a shorter one is invalid), and
+	// should be 32 random bytes: a short key can be recovered from one
+	// cursor by trying keys. Zero value: cursors are unsigned, and signed
+	// ones are rejected.
 	CursorKey []byte
 
 	// MaxShardPages bounds the Query pages one Page call reads from any one
@@ -53,31 +71,149 @@ type Options struct {
 	// fewer than limit items, possibly none) with a cursor that has
 	// advanced past everything read, as DynamoDB does for a page whose
 	// items were all filtered out. Zero means no bound: Page returns limit
-	// items or reaches the end.
+	// items or reaches the end. Negative is invalid.
 	MaxShardPages int
+
+	// ConsistentRead asks for strongly consistent reads (not on a global
+	// secondary index).
+	ConsistentRead bool
+	// Descending returns items in descending sort-key order.
+	Descending bool
+	// Unordered streams items as shards deliver them, in no particular
+	// order across shards (each shard's own items stay in order). It saves
+	// the merge's waiting for the slowest shard.
+	Unordered bool
+	// PageSize is the Limit of each Query request: the items DynamoDB
+	// reads per page, before filtering. Zero means DynamoDB's 1 MB page;
+	// negative is invalid. A smaller page bounds memory (N × two pages at
+	// most) and, for Page, over-reading.
+	PageSize int32
+
+	// KeyCondition is a condition on the layout's sort key alone, in one
+	// of the forms DynamoDB allows: a comparison with =, <, <=, > or >=
+	// (either way round), "#sk BETWEEN :lo AND :hi" or
+	// "begins_with(#sk, :p)", possibly in parentheses, with values of the
+	// layout's SortKeyType. The library adds the partition-key part, and
+	// parses the condition to check cursors and resume shards (see the
+	// package doc); anything else is invalid. Empty means every item of
+	// each shard.
+	KeyCondition string
+	// Filter is a filter expression, applied by DynamoDB after reading.
+	Filter string
+	// Projection is a projection expression. Empty returns all attributes.
+	Projection string
+	// Names and Values are the placeholders the expressions use. Names
+	// starting with "#dynashard_" and values starting with ":dynashard_"
+	// are reserved for the library and rejected.
+	Names  map[string]string
+	Values map[string]types.AttributeValue
+
+	// Suffixes lists the shards to read, a subset of 1..N in any order,
+	// when only some are wanted. Empty means all of them.
+	Suffixes []int
 }
 
-// Scatter runs logical queries over every physical key of a sharded
-// partition key. Create it with New. It is safe for concurrent use; it
-// holds no state between calls except cumulative Stats.
+// clone copies o deeply enough that an option function changing the copy's
+// maps or slices in place leaves o alone.
+func (o Options) clone() Options {
+	o.CursorKey = slices.Clone(o.CursorKey)
+	o.Suffixes = slices.Clone(o.Suffixes)
+	o.Names = maps.Clone(o.Names)
+	o.Values = maps.Clone(o.Values)
+	return o
+}
+
+// apply returns a copy of o with optFns applied (nil ones skipped).
+func (o Options) apply(optFns []func(*Options)) Options {
+	o = o.clone()
+	for _, f := range optFns {
+		if f != nil {
+			f(&o)
+		}
+	}
+	return o
+}
+
+// WithExpression returns an option that takes KeyCondition, Filter,
+// Projection, Names and Values from e, as built by the SDK's expression
+// package, replacing all five: an expression without a filter clears
+// Filter, since the placeholders of another expression would not match.
+// The key condition, if any, must be on the sort key only.
+func WithExpression(e expression.Expression) func(*Options) {
+	return func(o *Options) {
+		o.KeyCondition, o.Filter, o.Projection = deref(e.KeyCondition()), deref(e.Filter()), deref(e.Projection())
+		o.Names, o.Values = e.Names(), e.Values()
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Scatter reads the bases of one sharded table, each as one logical Query
+// over its physical keys. Create it with New; the zero Scatter has no
+// client, and its calls fail with ErrInvalidQuery. It is safe for
+// concurrent use; it holds no state between calls except cumulative Stats
+// (and the process-wide cache of verified layout records).
 type Scatter struct {
-	c    Client
-	opts Options
+	c      Client
+	layout shard.Layout
+	opts   Options
 
 	mu    sync.Mutex
 	stats Stats
 }
 
-// New returns a Scatter that sends its requests through c. The client's
-// retryer handles retries of each request; see the package doc for
-// settings that suit a fan-out.
-func New(c Client, optFns ...func(*Options)) *Scatter {
-	s := &Scatter{c: c}
-	for _, f := range optFns {
-		f(&s.opts)
+// New returns a Scatter that reads the table l describes through c, with
+// the Options optFns set; each call may change them for itself. The
+// client's retryer handles retries of each request; see the package doc
+// for settings that suit a fan-out.
+//
+// New sends no request. It returns an error matching ErrInvalidQuery and
+// ErrInvalid, naming the input, for a nil client, an invalid Layout (the
+// error then also matches shard.ErrInvalidLayout), a CursorKey of 1 to 15
+// bytes, a negative MaxConcurrency, PageSize or MaxShardPages, Suffixes
+// outside 1..N or repeated, reserved placeholders, or a KeyCondition that
+// is not a condition on the sort key with values of its type.
+func New(c Client, l shard.Layout, optFns ...func(*Options)) (*Scatter, error) {
+	if errs.IsNil(c) {
+		return nil, invalid("nil Client")
 	}
-	s.opts.CursorKey = append([]byte(nil), s.opts.CursorKey...)
-	return s
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+	}
+	s := &Scatter{c: c, layout: l, opts: Options{}.apply(optFns)}
+	if _, err := newShape(l, s.opts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Layout returns the layout the Scatter reads.
+func (s *Scatter) Layout() shard.Layout { return s.layout }
+
+// minCursorKey is the shortest Options.CursorKey accepted.
+const minCursorKey = 16
+
+// plan checks what a call needs before any request (the Scatter, ctx, the
+// call's options and base) and plans it.
+func (s *Scatter) plan(ctx context.Context, base string, optFns []func(*Options)) (*plan, error) {
+	switch {
+	case errs.IsNil(s.c):
+		return nil, invalid("nil Client (a zero Scatter; use scatter.New)")
+	case ctx == nil:
+		return nil, invalid("nil ctx (use context.Background() or context.TODO())")
+	}
+	return newPlan(s.layout, base, s.opts.apply(optFns))
+}
+
+// verify checks the layout against base's record before the first data
+// request of a call. A *shard.LayoutError is returned as is.
+func (s *Scatter) verify(ctx context.Context, base string) error {
+	return s.layout.Verify(ctx, s.c, base)
 }
 
 // Stats counts the work a Scatter has done since New. The zero value is
@@ -88,7 +224,8 @@ type Stats struct {
 	Items     int64 // items (or, for Count, matches) DynamoDB returned, after filtering
 	Scanned   int64 // items DynamoDB read, before filtering (Query's ScannedCount)
 	// ConsumedCapacity is the read capacity units DynamoDB reported, summed
-	// over every request. Local servers may report none.
+	// over every Query and BatchGetItem request. Local servers may report
+	// none.
 	ConsumedCapacity float64
 }
 
@@ -110,8 +247,9 @@ func (s *Scatter) addQuery(out *dynamodb.QueryOutput) {
 	}
 }
 
-func (s *Scatter) concurrency(n int) int {
-	c := s.opts.MaxConcurrency
+// concurrency is the bound on requests in flight for n of them.
+func concurrency(o Options, n int) int {
+	c := o.MaxConcurrency
 	if c <= 0 {
 		c = DefaultMaxConcurrency
 	}
@@ -137,10 +275,29 @@ func (it Item) Unmarshal(out any) error {
 	return nil
 }
 
-// ErrInvalidQuery is matched (errors.Is) by every error about a Query that
-// cannot be run: missing fields, a bad shard count or base, a reserved
-// placeholder. Such errors are returned before any request is sent.
-var ErrInvalidQuery = errors.New("scatter: invalid query")
+// Errors, matched with errors.Is. Every error about input rejected before
+// any request matches ErrInvalid, the family every dynashard package
+// shares (errors.Is(err, shard.ErrInvalid) is the same test).
+var (
+	// ErrInvalid is matched by every error about input rejected before any
+	// request: ErrInvalidQuery's and ErrInvalidCursor's.
+	ErrInvalid = errs.Invalid
+	// ErrInvalidQuery is matched by every error about a call that cannot
+	// be run: from New, a nil client, an invalid Layout (also matching
+	// shard.ErrInvalidLayout) or invalid Options; from a call, a nil
+	// context, a zero Scatter, invalid Options after the call's optFns, an
+	// empty or too long base (also matching shard.ErrInvalidKey), a limit
+	// below 1, or a Lookup the layout or options rule out. Such errors
+	// name the input and are returned before any request is sent.
+	ErrInvalidQuery = errs.New("scatter: invalid query", errs.Invalid)
+	// ErrInvalidCursor is matched by every *CursorError: a cursor Page
+	// cannot use, rejected before any request.
+	ErrInvalidCursor = errs.New("scatter: invalid cursor", errs.Invalid)
+)
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidQuery}, args...)...)
+}
 
 // ShardError is the failure of one shard's request. It unwraps to the
 // error the SDK returned, so errors.As finds the SDK's typed errors.
@@ -178,9 +335,9 @@ func (e *PartialError) Error() string {
 
 // Unwrap returns the shard errors.
 func (e *PartialError) Unwrap() []error {
-	errs := make([]error, len(e.Errs))
+	out := make([]error, len(e.Errs))
 	for i, se := range e.Errs {
-		errs[i] = se
+		out[i] = se
 	}
-	return errs
+	return out
 }

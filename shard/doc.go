@@ -22,10 +22,26 @@
 // Package partition (github.com/dynashard/dynashard/partition) holds the
 // guide's partition arithmetic and Recommend, which picks N for a hot key.
 //
-// [Table] is typed access to a sharded table: Put, Get, Update and Delete by
-// (base, id), and Load, a bulk loader that interleaves physical keys so
-// consecutive BatchWriteItem requests hit different partitions (the guide's
-// "distribute write activity during data upload").
+// A [Layout] describes one sharded table: its name, key attributes, strategy
+// and codec. Every dynashard entry point is built from a Layout, and each
+// checks it against the layout recorded for a base before its first data
+// request ([Layout.Record] before writes, [Layout.Verify] before reads). The
+// record is one item per base, at partition key base + "#dynashard" (never
+// a physical key: those end in a digit), written with a conditional put so
+// that processes racing with different layouts agree; it also keeps the
+// shard counts the base was written with. A mismatch is a *[LayoutError]
+// naming both layouts. The check costs one consistent GetItem per base and
+// client in a process's life (a base never written costs it on every
+// read), plus one PutItem the first time a base is written; a Layout with
+// Unchecked set costs nothing and checks nothing, for tables written by
+// other code. [IsRecord] tells a record from data in a Scan.
+//
+// [Table] is typed access to a sharded table's items: Put, Get, Update and
+// Delete by (base, id), and Load, a bulk loader that interleaves physical
+// keys so consecutive BatchWriteItem requests hit different partitions (the
+// guide's "distribute write activity during data upload"). Package repo
+// builds an application repository on it (listing, caching, versions, large
+// values); use Table for writes with your own conditions and bulk loads.
 //
 // # Limits it respects
 //
@@ -37,14 +53,17 @@
 //
 // # How it fails
 //
-// Invalid keys are *[KeyError] (matching [ErrBadKey], [ErrKeyTooLong]);
-// invalid items are *[ItemError] (matching [ErrBadItem], [ErrItemTooLarge])
-// naming the table, base and id; no request is sent for them. SDK errors are
-// wrapped once with %w, so errors.As finds the SDK's typed errors (e.g.
-// *types.ConditionalCheckFailedException). Load returns exactly the items it
-// could not write, each with its reason. Strategy constructors panic on a
-// shard count outside 1..MaxN (a programming error, like a negative slice
-// length); use [CheckN] for counts that arrive at run time. A user-supplied
-// Strategy is checked on every use and reported as [ErrBadStrategy], never
-// trusted to produce an in-range suffix.
+// Errors match one of the families every dynashard package shares:
+// [ErrInvalid] (input rejected before any request: *[KeyError] matching
+// [ErrInvalidKey] and [ErrKeyTooLong], *[ItemError] matching
+// [ErrInvalidItem] and [ErrItemTooLarge], [ErrInvalidLayout],
+// [ErrInvalidStrategy], [ErrNotCalculated]), [ErrNotFound] and
+// [ErrConflict] (a failed condition, wrapping the SDK's
+// *types.ConditionalCheckFailedException). [ErrLayoutMismatch] is apart:
+// the input may be right and the deployment wrong. SDK errors are wrapped
+// once with %w. Load returns exactly the items it could not write, each
+// with its reason. Nothing panics on bad input: a strategy made with a bad
+// shard count is refused by every entry point ([CheckN]), and a
+// user-supplied Strategy is checked on every use, never trusted to produce
+// an in-range suffix.
 package shard

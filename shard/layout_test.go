@@ -225,3 +225,31 @@ func TestCreateTableInput(t *testing.T) {
 		}
 	})
 }
+
+// TestLayoutCheckShared: concurrent first writers of one base through one
+// client share one check: one GetItem and one PutItem for the record.
+func TestLayoutCheckShared(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		c, sent := countingClient(s)
+		tbl := newOrders(t, c, s.Table(t, "pk:S", "sk:S"), shard.Hash(4))
+		const writers = 16
+		var wg sync.WaitGroup
+		errs := make([]error, writers)
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = tbl.Put(context.Background(), "busy-day", Order{ID: fmt.Sprint("o", i)})
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("writer %d: %v", i, err)
+			}
+		}
+		if got, want := sent.Load(), int64(writers+2); got != want {
+			t.Errorf("%d requests, want %d (%d data puts, one record read, one record write)", got, want, writers)
+		}
+	})
+}

@@ -35,10 +35,14 @@ const (
 	recordVersion = "v1 "
 )
 
-// RecordClient is the part of *dynamodb.Client that reading and writing
-// layout records uses.
-type RecordClient interface {
+// RecordReader is the part of *dynamodb.Client that [Layout.Verify] uses.
+type RecordReader interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// RecordClient is the part of *dynamodb.Client that [Layout.Record] uses.
+type RecordClient interface {
+	RecordReader
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
@@ -64,15 +68,17 @@ func (e *LayoutError) Is(target error) bool { return target == ErrLayoutMismatch
 // of the process, so a process pays one consistent GetItem (one read unit)
 // per base and client; a base without a record costs that read on every
 // call. An Unchecked layout sends nothing.
-func (l Layout) Verify(ctx context.Context, c RecordClient, base string) error {
+func (l Layout) Verify(ctx context.Context, c RecordReader, base string) error {
 	if l.Unchecked || verified.has(c, l, base) {
 		return nil
 	}
-	rec, ok, err := l.readRecord(ctx, c, base)
-	if err != nil || !ok {
-		return err
-	}
-	return l.accept(c, base, rec)
+	return verified.once(ctx, c, l, base, "verify", func() error {
+		rec, ok, err := l.readRecord(ctx, c, base)
+		if err != nil || !ok {
+			return err
+		}
+		return l.accept(c, base, rec)
+	})
 }
 
 // Record checks l against the record of base before a write, and writes
@@ -86,6 +92,10 @@ func (l Layout) Record(ctx context.Context, c RecordClient, base string) error {
 	if l.Unchecked || verified.has(c, l, base) {
 		return nil
 	}
+	return verified.once(ctx, c, l, base, "record", func() error { return l.record(ctx, c, base) })
+}
+
+func (l Layout) record(ctx context.Context, c RecordClient, base string) error {
 	for range 2 {
 		rec, ok, err := l.readRecord(ctx, c, base)
 		if err != nil {
@@ -112,7 +122,7 @@ type record struct {
 	shards []int
 }
 
-func (l Layout) accept(c RecordClient, base string, rec record) error {
+func (l Layout) accept(c RecordReader, base string, rec record) error {
 	if rec.shape != l.shape() || len(rec.shards) == 0 || rec.shards[len(rec.shards)-1] != l.N() {
 		return &LayoutError{Base: base, Want: l.String(), Stored: rec.String(l.Table)}
 	}
@@ -148,7 +158,7 @@ func (l Layout) recordKey(base string) (map[string]types.AttributeValue, error) 
 	return key, nil
 }
 
-func (l Layout) readRecord(ctx context.Context, c RecordClient, base string) (record, bool, error) {
+func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (record, bool, error) {
 	key, err := l.recordKey(base)
 	if err != nil {
 		return record{}, false, err
@@ -223,32 +233,91 @@ func (l Layout) writeRecord(ctx context.Context, c RecordClient, base string) er
 
 // verifiedCache remembers the (client, layout, base) triples whose record
 // matched, for the life of the process. Records never change once written,
-// so an entry never goes stale. A client whose dynamic type is not
-// comparable cannot be a map key and is not cached. The cache holds at
-// most maxVerified entries and starts over when full.
+// so an entry never goes stale. Concurrent first checks of one triple share
+// one check (and its requests). A client whose dynamic type is not
+// comparable cannot be a map key and is neither cached nor shared. The
+// cache holds at most maxVerified entries and starts over when full.
 type verifiedCache struct {
-	mu sync.Mutex
-	m  map[verifiedKey]struct{}
+	mu       sync.Mutex
+	m        map[verifiedKey]struct{}
+	inflight map[inflightKey]*flight
+}
+
+type inflightKey struct {
+	verifiedKey
+	op string
+}
+
+// flight is one check in progress; done is closed when err is set.
+type flight struct {
+	done chan struct{}
+	err  error
 }
 
 type verifiedKey struct {
-	client      RecordClient
+	client      RecordReader
 	table, base string
 	layout      string
 }
 
 const maxVerified = 1 << 16
 
-var verified = &verifiedCache{m: map[verifiedKey]struct{}{}}
+var verified = &verifiedCache{m: map[verifiedKey]struct{}{}, inflight: map[inflightKey]*flight{}}
 
-func (v *verifiedCache) key(c RecordClient, l Layout, base string) (verifiedKey, bool) {
+// once runs check, or waits for the same check already running for the
+// triple and shares its result. A waiter's own ctx bounds its wait; a
+// shared result that is the running caller's cancellation is not taken:
+// the waiter then checks for itself.
+func (v *verifiedCache) once(ctx context.Context, c RecordReader, l Layout, base, op string, check func() error) error {
+	k, ok := v.key(c, l, base)
+	if !ok {
+		return check()
+	}
+	ik := inflightKey{k, op}
+	for {
+		v.mu.Lock()
+		f, running := v.inflight[ik]
+		if !running {
+			f = &flight{done: make(chan struct{}), err: errCheckAbandoned}
+			v.inflight[ik] = f
+			v.mu.Unlock()
+			return v.lead(ik, f, check)
+		}
+		v.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-f.done:
+		}
+		if !errors.Is(f.err, context.Canceled) && !errors.Is(f.err, context.DeadlineExceeded) && f.err != errCheckAbandoned {
+			return f.err
+		}
+	}
+}
+
+// errCheckAbandoned is a flight's result until its check returns, so that
+// waiters of a check that panicked check for themselves.
+var errCheckAbandoned = errors.New("shard: layout check abandoned")
+
+func (v *verifiedCache) lead(ik inflightKey, f *flight, check func() error) error {
+	defer func() {
+		v.mu.Lock()
+		delete(v.inflight, ik)
+		v.mu.Unlock()
+		close(f.done)
+	}()
+	f.err = check()
+	return f.err
+}
+
+func (v *verifiedCache) key(c RecordReader, l Layout, base string) (verifiedKey, bool) {
 	if c == nil || !reflect.TypeOf(c).Comparable() {
 		return verifiedKey{}, false
 	}
 	return verifiedKey{client: c, table: l.Table, base: base, layout: l.String()}, true
 }
 
-func (v *verifiedCache) has(c RecordClient, l Layout, base string) bool {
+func (v *verifiedCache) has(c RecordReader, l Layout, base string) bool {
 	k, ok := v.key(c, l, base)
 	if !ok {
 		return false
@@ -259,7 +328,7 @@ func (v *verifiedCache) has(c RecordClient, l Layout, base string) bool {
 	return hit
 }
 
-func (v *verifiedCache) add(c RecordClient, l Layout, base string) {
+func (v *verifiedCache) add(c RecordReader, l Layout, base string) {
 	k, ok := v.key(c, l, base)
 	if !ok {
 		return

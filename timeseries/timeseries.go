@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // Period is the span of time one table holds.
@@ -50,14 +52,15 @@ func (p Period) labelLen() int {
 }
 
 var (
-	// ErrBadName is returned by Router.Parse for a name the router did not
-	// make.
-	ErrBadName = errors.New("timeseries: not a table name of this router")
-	// ErrInvalid is returned before any request for input that cannot
-	// work: a Router whose Period is not Day, Week or Month or whose Prefix
-	// cannot start a table name (see Router.Check), a nil ctx or Client, a
-	// negative ahead. The error names it.
-	ErrInvalid = errors.New("timeseries: invalid input")
+	// ErrInvalid is matched by every error about input that cannot work,
+	// returned before any request: a Router whose Period is not Day, Week
+	// or Month or whose Prefix cannot start a table name (see
+	// Router.Check), a nil ctx or Client, a negative ahead. The error names
+	// it. It is the same value as shard.ErrInvalid and dynashard.ErrInvalid.
+	ErrInvalid = errs.Invalid
+	// ErrInvalidName is returned by Router.Parse for a name the router did
+	// not make. It matches ErrInvalid.
+	ErrInvalidName = errs.New("timeseries: not a table name of this router", errs.Invalid)
 )
 
 // maxTableName is DynamoDB's longest table name.
@@ -170,7 +173,7 @@ func (r Router) label(start time.Time) string {
 }
 
 // Parse returns the start of the period a table name of this router holds.
-// It fails with ErrInvalid if r fails Check, and with ErrBadName for a name
+// It fails with ErrInvalid if r fails Check, and with ErrInvalidName for a name
 // r does not make.
 func (r Router) Parse(name string) (time.Time, error) {
 	if err := r.Check(); err != nil {
@@ -178,7 +181,7 @@ func (r Router) Parse(name string) (time.Time, error) {
 	}
 	label, ok := strings.CutPrefix(name, r.Prefix+"_")
 	if !ok {
-		return time.Time{}, fmt.Errorf("%w: %q lacks prefix %q", ErrBadName, name, r.Prefix+"_")
+		return time.Time{}, fmt.Errorf("%w: %q lacks prefix %q", ErrInvalidName, name, r.Prefix+"_")
 	}
 	var start time.Time
 	var err error
@@ -186,7 +189,7 @@ func (r Router) Parse(name string) (time.Time, error) {
 	case Week:
 		var y, w int
 		if n, _ := fmt.Sscanf(label, "%04d-W%02d", &y, &w); n != 2 || w < 1 || w > 53 {
-			return time.Time{}, fmt.Errorf("%w: %q", ErrBadName, name)
+			return time.Time{}, fmt.Errorf("%w: %q", ErrInvalidName, name)
 		}
 		// ISO week 1 holds January 4th.
 		start = r.Start(time.Date(y, 1, 4, 0, 0, 0, 0, r.loc())).AddDate(0, 0, 7*(w-1))
@@ -197,7 +200,7 @@ func (r Router) Parse(name string) (time.Time, error) {
 	}
 	// Only the canonical spelling is ours: "2026-W60" or "2026-1" are not.
 	if err != nil || r.label(start) != label {
-		return time.Time{}, fmt.Errorf("%w: %q", ErrBadName, name)
+		return time.Time{}, fmt.Errorf("%w: %q", ErrInvalidName, name)
 	}
 	return start, nil
 }
@@ -225,25 +228,42 @@ type Client interface {
 	ListTables(context.Context, *dynamodb.ListTablesInput, ...func(*dynamodb.Options)) (*dynamodb.ListTablesOutput, error)
 }
 
-// Tables creates and retires a router's tables. Template describes every
-// period's table (key schema, billing, indexes); its TableName is ignored.
-// Router must pass Check and Client must be set: otherwise every method
-// fails with ErrInvalid before any request. Safe for concurrent use.
+// Tables creates and retires a router's tables. Create it with New. Safe
+// for concurrent use.
 type Tables struct {
-	Router   Router
-	Client   Client
-	Template dynamodb.CreateTableInput
+	c        Client
+	r        Router
+	template dynamodb.CreateTableInput
 }
 
-// check validates m and ctx before any request.
+var _ Client = (*dynamodb.Client)(nil)
+
+// New returns Tables for router r through client c. template describes
+// every period's table (key schema, billing, indexes); its TableName is
+// ignored. It returns an error matching ErrInvalid for a nil client, a
+// nil template or a Router that fails Check, and sends no request.
+func New(c Client, r Router, template *dynamodb.CreateTableInput) (*Tables, error) {
+	switch {
+	case errs.IsNil(c):
+		return nil, fmt.Errorf("%w: timeseries.New: nil client", ErrInvalid)
+	case template == nil:
+		return nil, fmt.Errorf("%w: router %q: nil template", ErrInvalid, r.Prefix)
+	}
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	return &Tables{c: c, r: r, template: *template}, nil
+}
+
+// Router returns the router the Tables serve.
+func (m *Tables) Router() Router { return m.r }
+
+// check validates ctx before any request.
 func (m *Tables) check(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil ctx", ErrInvalid)
 	}
-	if m.Client == nil {
-		return fmt.Errorf("%w: router %q: nil Client", ErrInvalid, m.Router.Prefix)
-	}
-	return m.Router.Check()
+	return nil
 }
 
 // Ensure creates the table holding now and those of the next ahead periods
@@ -259,12 +279,12 @@ func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) ([]string
 		return nil, fmt.Errorf("%w: ahead = %d, want >= 0", ErrInvalid, ahead)
 	}
 	var created []string
-	t := m.Router.Start(now)
+	t := m.r.Start(now)
 	for i := 0; i <= ahead; i++ {
-		in := m.Template
-		name := m.Router.table(t)
+		in := m.template
+		name := m.r.table(t)
 		in.TableName = aws.String(name)
-		_, err := m.Client.CreateTable(ctx, &in)
+		_, err := m.c.CreateTable(ctx, &in)
 		var inUse *types.ResourceInUseException
 		switch {
 		case err == nil:
@@ -273,7 +293,7 @@ func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) ([]string
 		default:
 			return created, fmt.Errorf("timeseries: create %s: %w", name, err)
 		}
-		t = m.Router.Next(t)
+		t = m.r.Next(t)
 	}
 	return created, nil
 }
@@ -290,10 +310,10 @@ func (m *Tables) List(ctx context.Context) iter.Seq2[string, error] {
 		in := &dynamodb.ListTablesInput{}
 		// DynamoDB takes a start name of 3 bytes or more; a shorter one
 		// (a 1-byte prefix) lists from the beginning instead.
-		if start := m.Router.Prefix + "_"; len(start) >= 3 {
+		if start := m.r.Prefix + "_"; len(start) >= 3 {
 			in.ExclusiveStartTableName = aws.String(start)
 		}
-		p := dynamodb.NewListTablesPaginator(m.Client, in)
+		p := dynamodb.NewListTablesPaginator(m.c, in)
 		for p.HasMorePages() {
 			out, err := p.NextPage(ctx)
 			if err != nil {
@@ -301,7 +321,7 @@ func (m *Tables) List(ctx context.Context) iter.Seq2[string, error] {
 				return
 			}
 			for _, name := range out.TableNames {
-				if _, err := m.Router.Parse(name); err != nil {
+				if _, err := m.r.Parse(name); err != nil {
 					continue // another router's or someone else's table
 				}
 				if !yield(name, nil) {
@@ -323,14 +343,14 @@ func (m *Tables) Retain(ctx context.Context, horizon time.Time) ([]string, error
 		if err != nil {
 			return nil, err
 		}
-		start, _ := m.Router.Parse(name)
-		if !m.Router.Next(start).After(horizon) {
+		start, _ := m.r.Parse(name)
+		if !m.r.Next(start).After(horizon) {
 			doomed = append(doomed, name)
 		}
 	}
 	var deleted []string
 	for _, name := range doomed {
-		_, err := m.Client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		_, err := m.c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		var nf *types.ResourceNotFoundException
 		if err != nil && !errors.As(err, &nf) {
 			return deleted, fmt.Errorf("timeseries: delete %s: %w", name, err)

@@ -74,14 +74,14 @@ func TestParseInvertsTable(t *testing.T) {
 func TestParseRejects(t *testing.T) {
 	r := Router{Prefix: "orders", Period: Day}
 	for _, name := range []string{"", "orders", "orders_", "other_2014-07-09", "orders_2014-7-9", "orders_2014-07-32", "orders_2014-07-09x"} {
-		if _, err := r.Parse(name); !errors.Is(err, ErrBadName) {
-			t.Errorf("Parse(%q): got %v, want ErrBadName", name, err)
+		if _, err := r.Parse(name); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("Parse(%q): got %v, want ErrInvalidName", name, err)
 		}
 	}
 	w := Router{Prefix: "orders", Period: Week}
 	for _, name := range []string{"orders_2026-W00", "orders_2026-W54", "orders_2025-W53", "orders_2026-W7"} {
-		if _, err := w.Parse(name); !errors.Is(err, ErrBadName) {
-			t.Errorf("week Parse(%q): got %v, want ErrBadName", name, err)
+		if _, err := w.Parse(name); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("week Parse(%q): got %v, want ErrInvalidName", name, err)
 		}
 	}
 }
@@ -125,7 +125,7 @@ func TestEnsureAndRetain(t *testing.T) {
 			t.Fatal(err)
 		}
 		in.BillingMode = types.BillingModePayPerRequest
-		m := &Tables{Router: Router{Prefix: ddbtest.TableName(), Period: Day}, Client: c, Template: *in}
+		m := mustNew(t, c, Router{Prefix: ddbtest.TableName(), Period: Day}, in)
 		now := date(2026, 11, 22, 10)
 		t.Cleanup(func() { m.Retain(context.Background(), now.AddDate(1, 0, 0)) })
 
@@ -133,7 +133,7 @@ func TestEnsureAndRetain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := slices.Collect(m.Router.Tables(now.AddDate(0, 0, -3), now))
+		want := slices.Collect(m.Router().Tables(now.AddDate(0, 0, -3), now))
 		if diff := cmp.Diff(want, created); diff != "" {
 			t.Fatalf("created (-want +got):\n%s", diff)
 		}
@@ -141,7 +141,7 @@ func TestEnsureAndRetain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{m.Router.Table(now.AddDate(0, 0, 1))}, again); diff != "" {
+		if diff := cmp.Diff([]string{m.Router().Table(now.AddDate(0, 0, 1))}, again); diff != "" {
 			t.Fatalf("second Ensure created (-want +got):\n%s", diff)
 		}
 		// A table of another prefix must survive retention.
@@ -151,7 +151,7 @@ func TestEnsureAndRetain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantDeleted := slices.Collect(m.Router.Tables(now.AddDate(0, 0, -3), now.AddDate(0, 0, -1)))
+		wantDeleted := slices.Collect(m.Router().Tables(now.AddDate(0, 0, -3), now.AddDate(0, 0, -1)))
 		if diff := cmp.Diff(wantDeleted, deleted); diff != "" {
 			t.Fatalf("deleted (-want +got):\n%s", diff)
 		}
@@ -169,7 +169,7 @@ func TestEnsureAndRetain(t *testing.T) {
 			}
 			left = append(left, name)
 		}
-		wantLeft := []string{m.Router.Table(now), m.Router.Table(now.AddDate(0, 0, 1))}
+		wantLeft := []string{m.Router().Table(now), m.Router().Table(now.AddDate(0, 0, 1))}
 		if diff := cmp.Diff(wantLeft, left); diff != "" {
 			t.Errorf("left (-want +got):\n%s", diff)
 		}
@@ -272,48 +272,67 @@ func TestTablesRefuseBadInput(t *testing.T) {
 		now := date(2026, 11, 22, 10)
 		// Had a bad router been taken for a daily one, this removes its tables.
 		t.Cleanup(func() {
-			day := &Tables{Router: Router{Prefix: prefix, Period: Day}, Client: s.Client()}
+			day := mustNew(t, s.Client(), Router{Prefix: prefix, Period: Day}, in)
 			day.Retain(context.Background(), now.AddDate(1, 0, 0))
 		})
 		good := Router{Prefix: prefix, Period: Day}
+		for name, r := range map[string]Router{
+			"zero Period":    {Prefix: prefix},
+			"unknown Period": {Prefix: prefix, Period: 7},
+			"empty Prefix":   {Period: Day},
+		} {
+			if _, err := New(cc, r, in); !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: New: got %v, want ErrInvalid", name, err)
+			}
+		}
+		if _, err := New(nil, good, in); !errors.Is(err, ErrInvalid) {
+			t.Errorf("nil client: New: got %v, want ErrInvalid", err)
+		}
+		if _, err := New(cc, good, nil); !errors.Is(err, ErrInvalid) {
+			t.Errorf("nil template: New: got %v, want ErrInvalid", err)
+		}
+		m := mustNew(t, cc, good, in)
 		var nilCtx context.Context
 		for _, tc := range []struct {
 			name  string
-			m     *Tables
 			ctx   context.Context
 			ahead int
 		}{
-			{"zero Period", &Tables{Router: Router{Prefix: prefix}, Client: cc, Template: *in}, context.Background(), 1},
-			{"unknown Period", &Tables{Router: Router{Prefix: prefix, Period: 7}, Client: cc, Template: *in}, context.Background(), 1},
-			{"empty Prefix", &Tables{Router: Router{Period: Day}, Client: cc, Template: *in}, context.Background(), 1},
-			{"nil ctx", &Tables{Router: good, Client: cc, Template: *in}, nilCtx, 1},
-			{"nil Client", &Tables{Router: good, Template: *in}, context.Background(), 1},
-			{"negative ahead", &Tables{Router: good, Client: cc, Template: *in}, context.Background(), -1},
+			{"nil ctx", nilCtx, 1},
+			{"negative ahead", context.Background(), -1},
 		} {
-			cc.n.Store(0)
 			if v := recovered(func() {
-				if _, err := tc.m.Ensure(tc.ctx, now, tc.ahead); !errors.Is(err, ErrInvalid) {
+				if _, err := m.Ensure(tc.ctx, now, tc.ahead); !errors.Is(err, ErrInvalid) {
 					t.Errorf("%s: Ensure: got %v, want ErrInvalid", tc.name, err)
 				}
 				if tc.ahead < 0 {
 					return // only Ensure takes ahead
 				}
-				for _, err := range tc.m.List(tc.ctx) {
+				for _, err := range m.List(tc.ctx) {
 					if !errors.Is(err, ErrInvalid) {
 						t.Errorf("%s: List: got %v, want ErrInvalid", tc.name, err)
 					}
 				}
-				if _, err := tc.m.Retain(tc.ctx, now); !errors.Is(err, ErrInvalid) {
+				if _, err := m.Retain(tc.ctx, now); !errors.Is(err, ErrInvalid) {
 					t.Errorf("%s: Retain: got %v, want ErrInvalid", tc.name, err)
 				}
 			}); v != nil {
 				t.Errorf("%s: panicked: %v", tc.name, v)
 			}
-			if n := cc.n.Load(); n != 0 {
-				t.Errorf("%s: %d requests, want none", tc.name, n)
-			}
+		}
+		if n := cc.n.Load(); n != 0 {
+			t.Errorf("%d requests for bad input, want none", n)
 		}
 	})
+}
+
+func mustNew(t *testing.T, c Client, r Router, in *dynamodb.CreateTableInput) *Tables {
+	t.Helper()
+	m, err := New(c, r, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // TestOneBytePrefix: a one-byte Prefix passes Check, so List and Retain
@@ -328,13 +347,13 @@ func TestOneBytePrefix(t *testing.T) {
 		in.BillingMode = types.BillingModePayPerRequest
 		// A year no other test uses, as the prefix cannot be unique.
 		at := date(2391, 5, 17, 0)
-		m := &Tables{Router: Router{Prefix: "z", Period: Month}, Client: s.Client(), Template: *in}
+		m := mustNew(t, s.Client(), Router{Prefix: "z", Period: Month}, in)
 		if _, err := m.Ensure(ctx, at, 0); err != nil {
 			t.Fatal(err)
 		}
-		name := m.Router.Table(at)
+		name := m.Router().Table(at)
 		t.Cleanup(func() {
-			m.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+			s.Client().DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		})
 		var listed []string
 		for n, err := range m.List(ctx) {
@@ -346,7 +365,7 @@ func TestOneBytePrefix(t *testing.T) {
 		if !slices.Contains(listed, name) {
 			t.Errorf("List = %v, want it to hold %s", listed, name)
 		}
-		deleted, err := m.Retain(ctx, m.Router.Next(at))
+		deleted, err := m.Retain(ctx, m.Router().Next(at))
 		if err != nil || !slices.Contains(deleted, name) {
 			t.Errorf("Retain: deleted %v, %v; want %s deleted", deleted, err, name)
 		}

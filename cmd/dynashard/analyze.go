@@ -90,7 +90,7 @@ func printReports(w io.Writer, reports []shard.Report, counts bool) {
 	if len(reports) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%d ids\n\n", reports[0].IDs)
+	fmt.Fprintf(w, "%s\n\n", plural(reports[0].IDs, "id"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(label string, f func(r shard.Report) string) {
 		fmt.Fprint(tw, label)
@@ -104,7 +104,7 @@ func printReports(w io.Writer, reports []shard.Report, counts bool) {
 	row("mean per suffix", func(r shard.Report) string { return strconv.FormatFloat(r.Mean, 'f', 1, 64) })
 	row("max/mean", func(r shard.Report) string { return strconv.FormatFloat(r.MaxMean, 'f', 3, 64) })
 	row("hottest suffix", func(r shard.Report) string {
-		return fmt.Sprintf("%d (%d ids, %.2f%%)", r.Hottest, r.Max, 100*r.HotShare)
+		return fmt.Sprintf("%d (%s, %.2f%%)", r.Hottest, plural(r.Max, "id"), 100*r.HotShare)
 	})
 	row("chi-square", func(r shard.Report) string { return fmt.Sprintf("%.1f (dof %d)", r.ChiSquare, r.N-1) })
 	row("p-value", func(r shard.Report) string { return strconv.FormatFloat(r.PValue, 'g', 3, 64) })

@@ -3,14 +3,28 @@
 // Usage:
 //
 //	dynashard analyze [-n 200] [-strategies hash,codepoint] [file|-]
-//	dynashard plan [-rcu R -wcu W -size 20GB [-new-rcu R2 -new-wcu W2]] [-writes X -item-bytes B -reads Y ...]
+//	dynashard plan [-rcu R -wcu W [-size 20GB] [-new-rcu R2 -new-wcu W2] [-split I ...]] [-writes X ...]
+//	dynashard plan -load-items N -load-time D [-item-bytes B] [-steady-wcu W] [-writes X ...]
+//	dynashard -version
 //
 // analyze reads ids, one per line, from a file or standard input and shows,
 // strategy beside strategy, how evenly each spreads them over N suffixes:
 // run it on a sample of real ids before choosing a strategy.
 //
-// plan applies the DynamoDB guide's partition formulas to a provisioned
-// table, and recommends a shard count for one hot logical key.
+// plan answers the DynamoDB guide's partition questions with package
+// partition, the arithmetic the fault proxy's partition model uses too:
+// how many partitions a provisioned table has and what each serves, after
+// a throughput change (-new-rcu, -new-wcu) and after a partition fills and
+// splits (-split); what a bulk load in a given time needs and what it
+// leaves each partition once throughput is lowered again (-load-items,
+// -load-time, -steady-wcu), with the slower load that leaves fewer; and the
+// shard count for one hot logical key (-writes), planned against the
+// table's smallest partition share when the table is described, else
+// against DynamoDB's 1,000 WCU per partition. Sizes need a unit (20GB,
+// 512MiB): a bare number is refused.
+//
+// -version (or --version) prints the module version: a release's, or
+// "(devel)" for a build from a checkout.
 //
 // The benchmarks that measure the library against naive baselines are not
 // here: they live in their own module, github.com/dynashard/dynashard/bench
@@ -25,6 +39,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 )
 
@@ -37,7 +52,7 @@ type command struct {
 // commands is the subcommand table.
 var commands = map[string]command{
 	"analyze": {"show how evenly strategies spread a sample of ids", runAnalyze},
-	"plan":    {"partition counts for a table and a shard count for a hot key", runPlan},
+	"plan":    {"the guide's partition questions: a table's partitions, a split, a bulk load, a hot key's shard count", runPlan},
 }
 
 // benchHint says where the bench subcommand of earlier versions went.
@@ -56,6 +71,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	switch args[0] {
+	case "-version", "--version":
+		fmt.Fprintln(stdout, "dynashard", version())
 		return 0
 	}
 	cmd, ok := commands[args[0]]
@@ -90,8 +110,35 @@ func usage(w io.Writer) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
 	}
-	fmt.Fprintln(w, "run 'dynashard <command> -h' for a command's flags")
+	fmt.Fprintln(w, "run 'dynashard <command> -h' for a command's flags; 'dynashard -version' for the version")
 	fmt.Fprintln(w, benchHint)
+}
+
+// version returns the module version the binary was built from: a
+// release's ("v1.2.0"), or "(devel)" for a build from a checkout, with the
+// commit when the build recorded one.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	v := info.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = ", modified"
+		}
+	}
+	if rev != "" && v == "(devel)" {
+		v += " (commit " + rev + dirty + ")"
+	}
+	return v
 }
 
 // newFlags returns a FlagSet that reports errors instead of exiting.

@@ -1,161 +1,357 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
-	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dynashard/dynashard/partition"
 )
 
-func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("plan", stderr)
-	rcu := fs.Float64("rcu", 0, "table: provisioned read capacity units")
-	wcu := fs.Float64("wcu", 0, "table: provisioned write capacity units")
-	var size byteSize
-	fs.Var(&size, "size", "table: data size, in bytes or with KB, MB, GB, TB (powers of 1024)")
-	newRCU := fs.Float64("new-rcu", -1, "table: RCU after a later change (default: unchanged)")
-	newWCU := fs.Float64("new-wcu", -1, "table: WCU after a later change (default: unchanged)")
+// planUsage is the first lines of "dynashard plan -h".
+const planUsage = `usage: dynashard plan [table] [bulk load] [hot key]
+  table:     -rcu R -wcu W [-size S] [-new-rcu R2] [-new-wcu W2] [-split I ...]
+  bulk load: -load-items N -load-time D [-item-bytes B] [-steady-wcu W] [-rcu R]
+  hot key:   -writes X [-item-bytes B] [-reads Y] [-read-bytes S] [-consistent] [-utilization U]
+Table flags print the table's partitions (after -new-rcu/-new-wcu, then each
+-split in turn); bulk-load flags print the table during and after a bulk load;
+hot-key flags print a shard count, planned against the table's smallest
+partition share when table or bulk-load flags are given, else against
+DynamoDB's 1,000 WCU per partition. Sizes need a unit: B, KB, MB, GB, TB or
+KiB … TiB (all powers of 1024, as in DynamoDB's "10 GB per partition").`
 
-	writes := fs.Float64("writes", 0, "hot key: peak writes per second to one logical key")
-	itemBytes := fs.Int("item-bytes", 0, "hot key: typical item size in bytes (default 1024)")
-	reads := fs.Float64("reads", 0, "hot key: whole-key reads per second (each a scatter over N suffixes)")
-	var readBytes byteSize
-	fs.Var(&readBytes, "read-bytes", "hot key: data one whole-key read returns")
-	consistent := fs.Bool("consistent", false, "hot key: strongly consistent reads")
-	util := fs.Float64("utilization", 0, "hot key: planned fraction of 1,000 WCU per physical key (default 0.5)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dynashard plan [-rcu R] [-wcu W] [-size S] [-new-rcu R2] [-new-wcu W2] [-writes X] [-item-bytes B] [-reads Y] [-read-bytes S] [-consistent] [-utilization U]")
-		fmt.Fprintln(stderr, "Table flags print the partition layout; hot-key flags print a shard-count recommendation.")
-		fs.PrintDefaults()
+// planFlags is what "dynashard plan" was given.
+type planFlags struct {
+	rcu, wcu, newRCU, newWCU float64
+	size                     byteSize
+	splits                   splitList
+
+	loadItems int64
+	loadTime  time.Duration
+	steadyWCU float64
+
+	writes     float64
+	itemBytes  int
+	reads      float64
+	readBytes  byteSize
+	consistent bool
+	util       float64
+
+	set map[string]bool // flags given on the command line
+}
+
+func (f *planFlags) any(names ...string) bool {
+	for _, n := range names {
+		if f.set[n] {
+			return true
+		}
 	}
-	if err := parse(fs, args); err != nil {
+	return false
+}
+
+func (f *planFlags) table() bool {
+	return f.any("wcu", "size", "new-rcu", "new-wcu", "split") || f.set["rcu"] && !f.bulk()
+}
+func (f *planFlags) bulk() bool { return f.any("load-items", "load-time", "steady-wcu") }
+func (f *planFlags) hot() bool {
+	return f.any("writes", "reads", "read-bytes", "utilization", "consistent") || f.set["item-bytes"] && !f.bulk()
+}
+
+func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	f, err := parsePlan(args, stderr)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	table := set["rcu"] || set["wcu"] || set["size"] || set["new-rcu"] || set["new-wcu"]
-	hot := set["writes"] || set["reads"] || set["item-bytes"] || set["read-bytes"] || set["utilization"] || set["consistent"]
-	if !table && !hot {
-		fs.Usage()
-		return fmt.Errorf("%w: give table flags (-rcu, -wcu, -size) and/or hot-key flags (-writes, ...)", errUsage)
-	}
-	for name, v := range map[string]float64{"rcu": *rcu, "wcu": *wcu} {
-		if v < 0 {
-			return fmt.Errorf("%w: -%s must not be negative", errUsage, name)
-		}
-	}
-	if table {
-		l, err := partition.NewLayout(*rcu, *wcu, int64(size))
+	var budget *partition.Layout // the table a hot key is planned against
+	switch {
+	case f.bulk():
+		l, err := planBulk(stdout, f)
 		if err != nil {
 			return err
 		}
-		tp, _ := partition.ThroughputPartitions(*rcu, *wcu) // checked by NewLayout
-		sp, _ := partition.SizePartitions(int64(size))
-		fmt.Fprintf(stdout, "table: %g RCU, %g WCU, %s\n", *rcu, *wcu, size.String())
-		fmt.Fprintf(stdout, "  partitions by throughput: ceil(%g/3000 + %g/1000) = %d\n", *rcu, *wcu, tp)
-		fmt.Fprintf(stdout, "  partitions by size:       ceil(%s / 10 GB) = %d\n", size.String(), sp)
-		printLayout(stdout, "initial", l)
-		if set["new-rcu"] || set["new-wcu"] {
-			r, w := *newRCU, *newWCU
-			if r < 0 {
-				r = *rcu
-			}
-			if w < 0 {
-				w = *wcu
-			}
-			after, err := l.Provision(r, w)
-			if err != nil {
-				return err
-			}
-			printLayout(stdout, fmt.Sprintf("after changing to %g RCU, %g WCU", r, w), after)
+		budget = &l
+	case f.table():
+		l, err := planTable(stdout, f)
+		if err != nil {
+			return err
 		}
+		budget = &l
 	}
-	if hot {
-		if table {
+	if f.hot() {
+		if budget != nil {
 			fmt.Fprintln(stdout)
 		}
-		rec, err := partition.Recommend(partition.Workload{
-			WritesPerSecond: *writes, ItemBytes: *itemBytes, ReadsPerSecond: *reads,
-			ReadBytes: int64(readBytes), Consistent: *consistent, Utilization: *util,
-		})
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "hot key: shard count N\t%d\n", rec.N)
-		fmt.Fprintf(tw, "  WCU per write\t%d\n", rec.WCUPerWrite)
-		fmt.Fprintf(tw, "  peak WCU/s per physical key\t%.1f\n", rec.WCUPerKey)
-		fmt.Fprintf(tw, "  Queries per whole-key read\t%d\n", rec.QueriesPerRead)
-		fmt.Fprintf(tw, "  min RCU per whole-key read\t%.1f\n", rec.RCUPerRead)
-		fmt.Fprintf(tw, "  Queries/s, min RCU/s for reads\t%.1f, %.1f\n", rec.QueriesPerSec, rec.RCUPerSec)
-		tw.Flush()
-		fmt.Fprintln(stdout, rec.Explanation)
+		return planHot(stdout, f, budget)
 	}
 	return nil
 }
 
+// parsePlan parses and checks the flags; every error names its flag.
+func parsePlan(args []string, stderr io.Writer) (*planFlags, error) {
+	f := &planFlags{set: map[string]bool{}}
+	fs := newFlags("plan", stderr)
+	fs.Float64Var(&f.rcu, "rcu", 0, "table, bulk load: provisioned read capacity units")
+	fs.Float64Var(&f.wcu, "wcu", 0, "table: provisioned write capacity units")
+	fs.Var(&f.size, "size", "table: data size with a unit, e.g. 20GB")
+	fs.Float64Var(&f.newRCU, "new-rcu", 0, "table: RCU after a later change (if not given: unchanged)")
+	fs.Float64Var(&f.newWCU, "new-wcu", 0, "table: WCU after a later change (if not given: unchanged)")
+	fs.Var(&f.splits, "split", "table: `index` (0-based) of a partition that fills and splits; repeat for more splits")
+	fs.Int64Var(&f.loadItems, "load-items", 0, "bulk load: items to load")
+	fs.DurationVar(&f.loadTime, "load-time", 0, "bulk load: time the load may take, e.g. 30m")
+	fs.Float64Var(&f.steadyWCU, "steady-wcu", 0, "bulk load: WCU the table is lowered to after the load")
+	fs.Float64Var(&f.writes, "writes", 0, "hot key: peak writes per second to one logical key")
+	fs.IntVar(&f.itemBytes, "item-bytes", 0, "hot key, bulk load: typical item size in bytes (default 1024)")
+	fs.Float64Var(&f.reads, "reads", 0, "hot key: whole-key reads per second (each a scatter over N suffixes)")
+	fs.Var(&f.readBytes, "read-bytes", "hot key: data one whole-key read returns, with a unit, e.g. 1MB")
+	fs.BoolVar(&f.consistent, "consistent", false, "hot key: strongly consistent reads")
+	fs.Float64Var(&f.util, "utilization", 0, "hot key: planned fraction of a partition's WCU per physical key (default 0.5)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, planUsage)
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if !f.table() && !f.bulk() && !f.hot() {
+		fs.Usage()
+		return nil, fmt.Errorf("%w: give table flags (-rcu, -wcu, ...), bulk-load flags (-load-items, ...) and/or hot-key flags (-writes, ...)", errUsage)
+	}
+	if err := f.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return f, nil
+}
+
+// check reports the first flag given wrongly or in the wrong company.
+func (f *planFlags) check() error {
+	for name, v := range map[string]float64{"rcu": f.rcu, "wcu": f.wcu, "new-rcu": f.newRCU, "new-wcu": f.newWCU,
+		"steady-wcu": f.steadyWCU, "writes": f.writes, "reads": f.reads} {
+		if v < 0 {
+			return fmt.Errorf("-%s must not be negative", name)
+		}
+	}
+	if !f.bulk() {
+		return nil
+	}
+	for _, name := range []string{"wcu", "size", "new-rcu", "new-wcu", "split"} {
+		if f.set[name] {
+			return fmt.Errorf("-%s: a bulk load sets the table's WCU and size itself (-steady-wcu is its WCU after the load)", name)
+		}
+	}
+	switch {
+	case !f.set["load-items"] || f.loadItems < 1:
+		return errors.New("-load-items: a bulk load needs the number of items, at least 1")
+	case !f.set["load-time"] || f.loadTime < time.Second:
+		return errors.New("-load-time: a bulk load needs the time it may take, at least 1s")
+	}
+	return nil
+}
+
+// planTable prints the table's partitions initially, after -new-rcu and
+// -new-wcu, and after each -split, and returns the last layout.
+func planTable(w io.Writer, f *planFlags) (partition.Layout, error) {
+	l, err := partition.NewLayout(f.rcu, f.wcu, int64(f.size))
+	if err != nil {
+		return l, err
+	}
+	fmt.Fprintf(w, "table: %s RCU, %s WCU, %s of data\n", num(f.rcu), num(f.wcu), f.size.String())
+	printCounts(w, f.rcu, f.wcu, int64(f.size))
+	printLayout(w, "initial", l)
+	if f.any("new-rcu", "new-wcu") {
+		r, wc := f.rcu, f.wcu
+		if f.set["new-rcu"] {
+			r = f.newRCU
+		}
+		if f.set["new-wcu"] {
+			wc = f.newWCU
+		}
+		after, err := l.Provision(r, wc)
+		if err != nil {
+			return l, err
+		}
+		printLayout(w, fmt.Sprintf("after changing to %s RCU, %s WCU", num(r), num(wc)), after)
+		need, _ := partition.ThroughputPartitions(r, wc) // Provision checked the figures
+		switch {
+		case after.Len() > l.Len():
+			fmt.Fprintf(w, "  ceil(%s/3,000 + %s/1,000) = %d is more than %s: the count doubles until it is enough\n",
+				num(r), num(wc), need, plural(l.Len(), "partition"))
+		default:
+			fmt.Fprintf(w, "  ceil(%s/3,000 + %s/1,000) = %d: the %s stay (partitions never merge)\n",
+				num(r), num(wc), need, plural(l.Len(), "partition"))
+		}
+		l = after
+	}
+	for _, i := range f.splits {
+		s, err := l.Split(i)
+		if errors.Is(err, partition.ErrNoPartition) {
+			return l, fmt.Errorf("%w: -split %d: the table has %s (0 to %d)", errUsage, i, plural(l.Len(), "partition"), l.Len()-1)
+		}
+		if err != nil {
+			return l, err
+		}
+		l = s
+		printLayout(w, fmt.Sprintf("after partition %d splits (its lower half stays %d, its upper half becomes %d)", i, i, l.Len()-1), l)
+		printPartitions(w, l)
+	}
+	return l, nil
+}
+
+// printCounts prints how the initial partition count follows from the
+// throughput and the size: the larger of the two, at least 1.
+func printCounts(w io.Writer, rcu, wcu float64, size int64) {
+	tp, _ := partition.ThroughputPartitions(rcu, wcu) // NewLayout checked the figures
+	sp, _ := partition.SizePartitions(size)
+	atLeast := func(zero bool, n int) string {
+		if zero {
+			return "0, so 1 (at least 1)"
+		}
+		return strconv.Itoa(n)
+	}
+	b := byteSize(size)
+	fmt.Fprintf(w, "  partitions by throughput: ceil(%s/3,000 + %s/1,000) = %s\n", num(rcu), num(wcu), atLeast(rcu == 0 && wcu == 0, tp))
+	fmt.Fprintf(w, "  partitions by size:       ceil(%s / 10 GB) = %s\n", b.String(), atLeast(size == 0, sp))
+	fmt.Fprintf(w, "  partitions: the larger, %d\n", max(tp, sp))
+}
+
 func printLayout(w io.Writer, title string, l partition.Layout) {
 	r, wc := l.Total()
-	fmt.Fprintf(w, "%s: %d partitions (total %s RCU, %s WCU)\n", title, l.Len(), num(r), num(wc))
-	// Group equal neighbours: "3 × 1250 RCU / 500 WCU".
-	for i := 0; i < l.Len(); {
-		j := i
-		for j < l.Len() && l.Partitions[j] == l.Partitions[i] {
-			j++
+	fmt.Fprintf(w, "%s: %s, %s RCU and %s WCU in all\n", title, plural(l.Len(), "partition"), num(r), num(wc))
+	// Group equal partitions, in order of first appearance: "3 × 1,250
+	// RCU / 500 WCU".
+	var kinds []partition.Partition
+	count := map[partition.Partition]int{}
+	for _, p := range l.Partitions {
+		if count[p] == 0 {
+			kinds = append(kinds, p)
 		}
-		fmt.Fprintf(w, "  %d × %s RCU / %s WCU\n", j-i, num(l.Partitions[i].RCU), num(l.Partitions[i].WCU))
-		i = j
+		count[p]++
+	}
+	for _, p := range kinds {
+		fmt.Fprintf(w, "  %d × %s RCU / %s WCU\n", count[p], num(p.RCU), num(p.WCU))
 	}
 }
 
-// num prints a capacity figure with at most two decimals: 200 WCU over 11
-// partitions is "18.18", not 18.181818181818183.
-func num(f float64) string {
-	s := strconv.FormatFloat(f, 'f', 2, 64)
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
+// printPartitions lists every partition with its share of the key-hash
+// space.
+func printPartitions(w io.Writer, l partition.Layout) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  partition\tRCU\tWCU\tkey space\t")
+	for i, p := range l.Partitions {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s %%\t\n", i, num(p.RCU), num(p.WCU), num(100*l.Ranges[i].Fraction()))
+	}
+	tw.Flush()
 }
 
-// byteSize is a flag value in bytes accepting KB, MB, GB, TB suffixes
-// (powers of 1024, as DynamoDB's "10 GB per partition").
-type byteSize int64
-
-func (b *byteSize) String() string {
-	if b == nil || *b == 0 {
-		return "0 B"
+// planBulk prints the bulk load's plan and returns the table a hot key
+// lives on afterwards (the load's when no -steady-wcu is given).
+func planBulk(w io.Writer, f *planFlags) (partition.Layout, error) {
+	p, err := partition.PlanBulkLoad(partition.BulkLoad{
+		Items: f.loadItems, ItemBytes: f.itemBytes, Duration: f.loadTime, RCU: f.rcu, SteadyWCU: f.steadyWCU,
+	})
+	if err != nil {
+		return partition.Layout{}, err
 	}
-	v := float64(*b)
-	for _, u := range []string{"B", "KB", "MB", "GB"} {
-		if v < 1024 {
-			return strconv.FormatFloat(v, 'f', -1, 64) + " " + u
-		}
-		v /= 1024
+	item, size := byteSize(max(f.itemBytes, 0)), byteSize(p.Bytes)
+	if item == 0 {
+		item = 1024
 	}
-	return strconv.FormatFloat(v, 'f', -1, 64) + " TB"
+	fmt.Fprintf(w, "bulk load: %s of %s, %d WCU each: %s WCU and %s of data in all\n",
+		plural64(f.loadItems, "item"), item.String(), p.WCUPerItem, num(p.TotalWCU), size.String())
+	printLoad(w, p)
+	fmt.Fprintln(w, "during the load:")
+	printCounts(w, f.rcu, p.WCU, p.Bytes)
+	printLayout(w, "table", p.Load)
+	if f.steadyWCU == 0 {
+		fmt.Fprintln(w, "give -steady-wcu to see what lowering the WCU after the load leaves each partition")
+		return p.Load, nil
+	}
+	printLayout(w, fmt.Sprintf("after lowering to %s WCU (partitions never merge)", num(f.steadyWCU)), p.Steady)
+	if !p.Diluted {
+		fmt.Fprintf(w, "a table created at %s WCU with this data would have as many partitions (%d): the load costs the steady state nothing\n",
+			num(f.steadyWCU), p.Fresh.Len())
+		return p.Steady, nil
+	}
+	share := p.Steady.MinWCU()
+	fmt.Fprintf(w, "warning: after the load each of the %s serves only %s WCU/s (about %s), where a table created at %s WCU with this data would have %s of %s WCU; the keys of one partition writing more than %s WCU/s together are throttled\n",
+		plural(p.Steady.Len(), "partition"), num(share), num(math.Round(share)), num(f.steadyWCU),
+		plural(p.Fresh.Len(), "partition"), num(p.Fresh.MinWCU()), num(share))
+	s := p.Slower
+	fmt.Fprintf(w, "slower alternative: a load taking at least %s needs no more than %s; in %s:\n",
+		fmtDuration(p.MinDuration), plural(p.Fresh.Len(), "partition"), fmtDuration(s.Duration))
+	printLoad(w, *s)
+	fmt.Fprintf(w, "  %s during the load; after lowering to %s WCU, %s of %s WCU\n",
+		plural(s.Load.Len(), "partition"), num(f.steadyWCU), plural(s.Steady.Len(), "partition"), num(s.Steady.MinWCU()))
+	return p.Steady, nil
 }
 
-func (b *byteSize) Set(s string) error {
-	s = strings.TrimSpace(strings.ToUpper(s))
-	mult := int64(1)
-	for i, u := range []string{"KB", "MB", "GB", "TB"} {
-		if strings.HasSuffix(s, u) {
-			mult = 1 << (10 * (i + 1))
-			s = strings.TrimSpace(strings.TrimSuffix(s, u))
-			break
+// printLoad prints the rate a load needs and the WCU to provision for it.
+func printLoad(w io.Writer, p partition.BulkLoadPlan) {
+	how := "the rate to two significant figures, as the guide rounds it"
+	if p.Floor {
+		how = "the rate rounded down: two significant figures would add a partition"
+	}
+	fmt.Fprintf(w, "  %s WCU in %s = %s WCU/s: provision %s WCU (%s); at %s WCU the load takes %s\n",
+		num(p.TotalWCU), fmtDuration(p.Duration), num(p.Rate), num(p.WCU), how, num(p.WCU), fmtDuration(p.LoadTime))
+}
+
+// planHot prints the shard count for one hot logical key, planned against
+// table's smallest partition share when table is not nil.
+func planHot(w io.Writer, f *planFlags, table *partition.Layout) error {
+	work := partition.Workload{
+		WritesPerSecond: f.writes, ItemBytes: f.itemBytes, ReadsPerSecond: f.reads,
+		ReadBytes: int64(f.readBytes), Consistent: f.consistent, Utilization: f.util,
+	}
+	var rec partition.Recommendation
+	var err error
+	util := f.util
+	if util == 0 {
+		util = 0.5 // partition.Workload's default
+	}
+	budget := fmt.Sprintf("%s %% of DynamoDB's 1,000 WCU per-partition maximum (no table flags given)", num(100*util))
+	if table != nil {
+		rec, err = partition.RecommendFor(work, *table)
+		budget = fmt.Sprintf("%s %% of %s WCU, the smallest partition share of this table, not DynamoDB's 1,000 WCU maximum",
+			num(100*util), num(table.MinWCU()))
+		if table.MinWCU() >= partition.PartitionWCU {
+			budget = fmt.Sprintf("%s %% of %s WCU, this table's partition share (DynamoDB's per-partition maximum)",
+				num(100*util), num(table.MinWCU()))
 		}
+	} else {
+		rec, err = partition.Recommend(work)
 	}
-	s = strings.TrimSuffix(s, "B")
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || v < 0 || v*float64(mult) > 1<<62 {
-		return fmt.Errorf("bad size %q", s)
+	if err != nil {
+		return err
 	}
-	*b = byteSize(v * float64(mult))
+	wcu := f.writes * float64(rec.WCUPerWrite)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "hot key: shard count N\t%d\n", rec.N)
+	fmt.Fprintf(tw, "  WCU per write\t%d\n", rec.WCUPerWrite)
+	fmt.Fprintf(tw, "  budget per physical key\t%s\n", budget)
+	fmt.Fprintf(tw, "  peak WCU/s per physical key\t%s\n", num(rec.WCUPerKey))
+	fmt.Fprintf(tw, "  Queries per whole-key read\t%d\n", rec.QueriesPerRead)
+	fmt.Fprintf(tw, "  min RCU per whole-key read\t%s\n", num(rec.RCUPerRead))
+	fmt.Fprintf(tw, "  Queries/s, min RCU/s for reads\t%s, %s\n", num(rec.QueriesPerSec), num(rec.RCUPerSec))
+	tw.Flush()
+	fmt.Fprintln(w, rec.Explanation)
+	if table == nil {
+		return nil
+	}
+	if _, total := table.Total(); wcu > total {
+		fmt.Fprintf(w, "warning: the key alone needs %s WCU/s, more than the table's %s WCU: no shard count helps; raise the table's WCU\n",
+			num(wcu), num(total))
+	}
+	if rec.N < table.Len() {
+		fmt.Fprintf(w, "note: %s can reach at most %d of the table's %s\n",
+			plural(rec.N, "key"), rec.N, plural(table.Len(), "partition"))
+	}
 	return nil
 }

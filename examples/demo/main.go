@@ -1,9 +1,10 @@
 // Command demo shows dynashard at work in well under a minute, with no AWS
-// account: it starts an embedded DynamoDB Local, runs the orders and forum
-// example services in-process on loopback, drives them over HTTP as a
-// client would, and prints what happened.
+// account: it starts an embedded DynamoDB Local through the test kit
+// dynashardtest, runs the orders and forum example services in-process on
+// loopback, drives them over HTTP as a client would, and prints what
+// happened.
 //
-//	make demo            # or: go run ./examples/demo
+//	make demo            # or, in the examples module: cd examples && go run ./demo
 //
 // It creates a busy day of orders (2,000 by default) through POST /orders,
 // sharded by day over 16 physical partition keys; pages through the day
@@ -14,9 +15,11 @@
 // HTTP calls and the DynamoDB requests they cost.
 //
 // Flags: -orders, -page, -reply-bytes and -clients size the run; -server
-// dynalite uses dynalite (Node.js) instead of DynamoDB Local (Java 17);
-// -endpoint URL uses a server someone else runs. The demo deletes the
-// tables it created and stops everything it started, also on Ctrl-C.
+// dynalite uses dynalite (Node.js 20) instead of DynamoDB Local (Java 17);
+// -endpoint URL uses a server someone else runs; -aws uses real DynamoDB,
+// with region and credentials from the AWS SDK's default chain
+// (environment, AWS_PROFILE, SSO, roles). The demo deletes the tables it
+// created and stops everything it started, also on Ctrl-C.
 package main
 
 import (
@@ -53,7 +56,6 @@ import (
 	"github.com/dynashard/dynashard/examples/internal/httpjson"
 	"github.com/dynashard/dynashard/examples/internal/sortid"
 	"github.com/dynashard/dynashard/examples/orders/ordersvc"
-	"github.com/dynashard/dynashard/shard"
 )
 
 func main() {
@@ -168,13 +170,25 @@ func setUp(ctx context.Context, p *printer, bcfg backend.Config, clients int) (*
 	e := &env{b: b, stopServers: func() {}}
 
 	var tag [4]byte
-	rand.Read(tag[:])
+	if _, err := rand.Read(tag[:]); err != nil {
+		return e, err
+	}
 	prefix := "dynashard-demo-" + hex.EncodeToString(tag[:]) + "-"
-	ordersTable := prefix + "Orders"
+	// Each table is described once; the CreateTable requests and the
+	// services are built from the descriptions.
+	ordersLayout := ordersvc.Layout(prefix+"Orders", shards)
 	e.forumTables = forumsvc.TablesWithPrefix(prefix)
-	e.tables = append([]string{ordersTable}, e.forumTables.Names()...)
+	e.tables = append([]string{ordersLayout.Table}, e.forumTables.Names()...)
+	ordersIn, err := ordersLayout.CreateTableInput()
+	if err != nil {
+		return e, err
+	}
+	forumIns, err := e.forumTables.Inputs()
+	if err != nil {
+		return e, err
+	}
 	t0 = time.Now()
-	for _, in := range append([]*dynamodb.CreateTableInput{ordersvc.TableInput(ordersTable)}, e.forumTables.Inputs()...) {
+	for _, in := range append([]*dynamodb.CreateTableInput{ordersIn}, forumIns...) {
 		if err := b.EnsureTable(ctx, in); err != nil {
 			return e, err
 		}
@@ -182,13 +196,14 @@ func setUp(ctx context.Context, p *printer, bcfg backend.Config, clients int) (*
 	p.line("  tables: %s (created in %s)", strings.Join(e.tables, ", "), since(t0))
 
 	logger := log.New(p.w, "  service: ", 0)
-	cursorKey, _ := httpjson.CursorKey("") // random: cursors live as long as the demo
-	if e.osvc, err = ordersvc.New(b.Client, ordersvc.Config{
-		Table: ordersTable, Shards: shards, CursorKey: cursorKey, CacheEntries: 10_000, Log: logger,
-	}); err != nil {
+	cursorKey, err := httpjson.CursorKey("") // random: cursors live as long as the demo
+	if err != nil {
 		return e, err
 	}
-	fsvc, err := forumsvc.New(b.Client, forumsvc.Config{Tables: e.forumTables, CursorKey: cursorKey, Log: logger})
+	if e.osvc, err = ordersvc.New(b.Client, ordersLayout, ordersvc.Config{CursorKey: cursorKey, CacheEntries: 10_000, Log: logger}); err != nil {
+		return e, err
+	}
+	fsvc, err := forumsvc.New(b.Client, e.forumTables, forumsvc.Config{CursorKey: cursorKey, Log: logger})
 	if err != nil {
 		return e, err
 	}
@@ -263,17 +278,21 @@ func busyDay(ctx context.Context, p *printer, e *env, s *Summary, clients, pageS
 	}
 	el := time.Since(mark.t)
 	p.line("   created %s in %s (%s orders/s); %s", num(s.Orders), round(el), num(int(float64(s.Orders)/el.Seconds())), mark.cost())
-	s.PerKey = make([]int, shards)
-	strategy := shard.Hash(shards)
+	if d := mark.ddb(); d["GetItem"] > 0 || d["PutItem"] > int64(s.Orders) {
+		p.line("   the GetItems, and the PutItems beyond one per order, write and check the day's layout record")
+		p.line("   (shard.Layout) as the first writers race; later requests for the day in this process skip that")
+	}
+	layout := e.osvc.Layout()
+	s.PerKey = make([]int, layout.N())
 	for _, o := range created {
-		s.PerKey[strategy.Pick(o.ID)-1]++
+		s.PerKey[layout.Strategy.Pick(o.ID)-1]++
 	}
 	lo, hi := s.PerKey[0], s.PerKey[0]
 	for _, n := range s.PerKey {
 		lo, hi = min(lo, n), max(hi, n)
 	}
 	p.line("   shard.Hash spread them over %d physical keys %s … %s: %d to %d orders per key",
-		shards, shard.Key(s.Day, 1), shard.Key(s.Day, shards), lo, hi)
+		layout.N(), layout.Codec.Key(s.Day, 1), layout.Codec.Key(s.Day, layout.N()), lo, hi)
 
 	p.line("")
 	p.line("2. Paging through the day: GET /days/%s/orders?limit=%d&cursor=…", s.Day, pageSize)
@@ -438,17 +457,20 @@ type mark struct {
 	t    time.Time
 	b    *backend.Backend
 	c    interface{ Requests() int64 }
-	ddb  backend.Counts
+	ddb0 backend.Counts
 	http int64
 }
 
 func (p *printer) mark(b *backend.Backend, c interface{ Requests() int64 }) mark {
-	return mark{t: time.Now(), b: b, c: c, ddb: b.Requests.Snapshot(), http: c.Requests()}
+	return mark{t: time.Now(), b: b, c: c, ddb0: b.Requests.Snapshot(), http: c.Requests()}
 }
+
+// ddb returns the DynamoDB requests sent since the mark.
+func (m mark) ddb() backend.Counts { return m.b.Requests.Snapshot().Sub(m.ddb0) }
 
 // cost says what the step cost: "1 HTTP request → DynamoDB GetItem 1".
 func (m mark) cost() string {
-	d := m.b.Requests.Snapshot().Sub(m.ddb)
+	d := m.ddb()
 	h := m.c.Requests() - m.http
 	if len(d) == 0 {
 		return fmt.Sprintf("%s HTTP %s, no DynamoDB request", num(h), plural(h, "request"))

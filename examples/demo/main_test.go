@@ -9,13 +9,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/dynashardtest"
+	"github.com/dynashard/dynashard/examples/internal/svctest"
 )
 
-func TestMain(m *testing.M) { ddbtest.Main(m) }
+func TestMain(m *testing.M) { svctest.Main(m) }
 
 func TestDemo(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	svctest.Each(t, func(t *testing.T, srv *dynashardtest.Server) {
 		const orders, page, reply = 61, 7, 400_001
 		const pages = (orders + page - 1) / page
 		// Every order is one POST; then the pages, two GETs of one order, a
@@ -23,7 +24,7 @@ func TestDemo(t *testing.T) {
 		const httpRequests = orders + pages + 2 + 1 + 3
 		var out bytes.Buffer
 		s, err := run(context.Background(), []string{
-			"-endpoint", srv.Endpoint, "-orders", fmt.Sprint(orders), "-page", fmt.Sprint(page),
+			"-endpoint", srv.Endpoint(), "-orders", fmt.Sprint(orders), "-page", fmt.Sprint(page),
 			"-reply-bytes", fmt.Sprint(reply), "-clients", "4",
 		}, &out)
 		if err != nil {
@@ -70,13 +71,16 @@ func TestDemo(t *testing.T) {
 			}
 		}
 		// It deleted what it created.
-		tables, err := srv.Client().ListTables(context.Background(), &dynamodb.ListTablesInput{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range tables.TableNames {
-			if strings.HasPrefix(name, "dynashard-demo-") {
-				t.Errorf("table %s left behind", name)
+		p := dynamodb.NewListTablesPaginator(svctest.Client(t, srv), &dynamodb.ListTablesInput{})
+		for p.HasMorePages() {
+			tables, err := p.NextPage(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range tables.TableNames {
+				if strings.HasPrefix(name, "dynashard-demo-") {
+					t.Errorf("table %s left behind", name)
+				}
 			}
 		}
 	})

@@ -11,25 +11,31 @@
 //	GET  /forums/{forum}/threads/{thread}/replies?limit=&cursor=  replies with previews
 //	GET  /forums/{forum}/threads/{thread}/replies/{reply}  one reply, whole
 //
-// Run it on an embedded DynamoDB Local (started and stopped by the
-// program; needs Java 17, or -server dynalite with Node.js):
+// The examples are a Go module of their own; run them from examples/. By
+// default the program starts an embedded DynamoDB Local through the test
+// kit dynashardtest (and stops it on exit; needs Java 17), or dynalite
+// with -server dynalite (needs Node.js 20):
 //
-//	go run ./examples/forum
+//	cd examples && go run ./forum
 //	curl -s localhost:8081/forums/dynamodb/threads -H 'Content-Type: application/json' -d '{"subject":"Sharding","author":"ada","message":"How many shards?"}'
 //
-// Against another endpoint, or real DynamoDB (credentials from
-// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN and AWS_REGION
-// only; shared config files and profiles are not read):
+// Against a server someone else runs (region $AWS_REGION, credentials
+// from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY when set, dummy ones
+// otherwise), or real DynamoDB with the AWS SDK's default configuration
+// chain (environment, AWS_PROFILE and the shared config files, IAM
+// Identity Center (SSO) after aws sso login, assumed and instance roles):
 //
-//	go run ./examples/forum -endpoint http://127.0.0.1:8000
-//	go run ./examples/forum -aws -cursor-key $(openssl rand -hex 32)
+//	go run ./forum -endpoint http://127.0.0.1:8000
+//	AWS_PROFILE=dev go run ./forum -aws -cursor-key $(openssl rand -hex 32)
 //
 // The tables Thread, Reply and ReplyChunks (with -table-prefix in front)
-// are created if missing. Ctrl-C shuts down gracefully.
+// are created from their descriptions (forumsvc.Tables.Layouts and
+// Inputs) if missing. Ctrl-C shuts down gracefully.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -60,7 +66,7 @@ func main() {
 
 // run serves until ctx is done. ready, if not nil, is called with the
 // address once the service accepts requests.
-func run(ctx context.Context, args []string, logw io.Writer, ready func(addr string)) error {
+func run(ctx context.Context, args []string, logw io.Writer, ready func(addr string)) (err error) {
 	fs := flag.NewFlagSet("forum", flag.ContinueOnError)
 	fs.SetOutput(logw)
 	var (
@@ -78,21 +84,25 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 	if err != nil {
 		return err
 	}
+	tables := forumsvc.TablesWithPrefix(*prefix)
+	inputs, err := tables.Inputs() // checks the names before anything starts
+	if err != nil {
+		return err
+	}
 	logger := log.New(logw, "forum: ", log.LstdFlags)
 
 	b, err := backend.Open(ctx, bcfg)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer func() { err = errors.Join(err, b.Close()) }()
 	logger.Printf("DynamoDB: %s", b.Where)
-	tables := forumsvc.TablesWithPrefix(*prefix)
-	for _, in := range tables.Inputs() {
+	for _, in := range inputs {
 		if err := b.EnsureTable(ctx, in); err != nil {
 			return err
 		}
 	}
-	svc, err := forumsvc.New(b.Client, forumsvc.Config{Tables: tables, CursorKey: cursorKey, Log: logger})
+	svc, err := forumsvc.New(b.Client, tables, forumsvc.Config{CursorKey: cursorKey, Log: logger})
 	if err != nil {
 		return err
 	}

@@ -13,26 +13,32 @@
 // missing order a 404; a cursor that was altered or issued for another day
 // a 400 naming "cursor".
 //
-// Run it on an embedded DynamoDB Local (started and stopped by the
-// program; needs Java 17, or -server dynalite with Node.js):
+// The examples are a Go module of their own; run them from examples/. By
+// default the program starts an embedded DynamoDB Local through the test
+// kit dynashardtest (and stops it on exit; needs Java 17), or dynalite
+// with -server dynalite (needs Node.js 20):
 //
-//	go run ./examples/orders
+//	cd examples && go run ./orders
 //	curl -s localhost:8080/orders -H 'Content-Type: application/json' -d '{"customer":"ada","currency":"EUR","lines":[{"sku":"tea","qty":2,"price_cents":350}]}'
 //
-// Against another endpoint, or real DynamoDB (credentials from
-// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN and AWS_REGION
-// only; shared config files and profiles are not read):
+// Against a server someone else runs (region $AWS_REGION, credentials
+// from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY when set, dummy ones
+// otherwise), or real DynamoDB with the AWS SDK's default configuration
+// chain (environment, AWS_PROFILE and the shared config files, IAM
+// Identity Center (SSO) after aws sso login, assumed and instance roles):
 //
-//	go run ./examples/orders -endpoint http://127.0.0.1:8000
-//	go run ./examples/orders -aws -table Orders -cursor-key $(openssl rand -hex 32)
+//	go run ./orders -endpoint http://127.0.0.1:8000
+//	AWS_PROFILE=dev go run ./orders -aws -table Orders -cursor-key $(openssl rand -hex 32)
 //
-// The table (partition key pk, sort key id, on-demand) is created if it
-// is missing. Ctrl-C shuts down gracefully: in-flight requests finish,
-// then the embedded server stops.
+// The table is described once, by ordersvc.Layout (partition key pk, sort
+// key id, -shards keys per day by shard.Hash), and created from it,
+// on-demand, if it is missing. Ctrl-C shuts down gracefully: in-flight
+// requests finish, then the embedded server stops.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,14 +69,14 @@ func main() {
 
 // run serves until ctx is done. ready, if not nil, is called with the
 // address once the service accepts requests.
-func run(ctx context.Context, args []string, logw io.Writer, ready func(addr string)) error {
+func run(ctx context.Context, args []string, logw io.Writer, ready func(addr string)) (err error) {
 	fs := flag.NewFlagSet("orders", flag.ContinueOnError)
 	fs.SetOutput(logw)
 	var (
 		bcfg   backend.Config
 		addr   = fs.String("addr", "127.0.0.1:8080", "listen address")
 		table  = fs.String("table", "Orders", "DynamoDB table (created if missing)")
-		shards = fs.Int("shards", 16, "physical partition keys per day (never change it for a table that holds orders: they would not be found)")
+		shards = fs.Int("shards", ordersvc.DefaultShards, "physical partition keys per day (recorded per day in the table: a day written with another N fails with a layout mismatch)")
 		cache  = fs.Int("cache", 10_000, "orders kept in the read-through cache of GET /orders/{id} (0: off)")
 		key    = fs.String("cursor-key", os.Getenv("ORDERS_CURSOR_KEY"),
 			"hex key signing list cursors (default $ORDERS_CURSOR_KEY; empty: random, so cursors die with the process)")
@@ -83,20 +89,23 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 	if err != nil {
 		return err
 	}
+	layout := ordersvc.Layout(*table, *shards)
+	in, err := layout.CreateTableInput() // checks the layout before anything starts
+	if err != nil {
+		return err
+	}
 	logger := log.New(logw, "orders: ", log.LstdFlags)
 
 	b, err := backend.Open(ctx, bcfg)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer func() { err = errors.Join(err, b.Close()) }()
 	logger.Printf("DynamoDB: %s", b.Where)
-	if err := b.EnsureTable(ctx, ordersvc.TableInput(*table)); err != nil {
+	if err := b.EnsureTable(ctx, in); err != nil {
 		return err
 	}
-	svc, err := ordersvc.New(b.Client, ordersvc.Config{
-		Table: *table, Shards: *shards, CursorKey: cursorKey, CacheEntries: *cache, Log: logger,
-	})
+	svc, err := ordersvc.New(b.Client, layout, ordersvc.Config{CursorKey: cursorKey, CacheEntries: *cache, Log: logger})
 	if err != nil {
 		return err
 	}
@@ -104,7 +113,7 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 	if err != nil {
 		return err
 	}
-	logger.Printf("listening on http://%s (table %s, %d shards per day)", l.Addr(), *table, *shards)
+	logger.Printf("listening on http://%s (%s)", l.Addr(), layout)
 	if ready != nil {
 		ready(l.Addr().String())
 	}

@@ -18,29 +18,37 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/dynashard/dynashard/dynashardtest"
 	"github.com/dynashard/dynashard/examples/internal/httpjson"
 	"github.com/dynashard/dynashard/examples/internal/sortid"
 	"github.com/dynashard/dynashard/examples/internal/svctest"
 	"github.com/dynashard/dynashard/examples/orders/ordersvc"
-	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/shard"
 )
 
-func TestMain(m *testing.M) { ddbtest.Main(m) }
+func TestMain(m *testing.M) { svctest.Main(m) }
 
 const shards = 8
 
 // start runs the real program (flags, table creation, listener, graceful
 // shutdown) against s on a free loopback port until t ends.
-func start(t *testing.T, s *ddbtest.Server, table string) *ordersvc.Client {
+func start(t *testing.T, s *dynashardtest.Server, table string) *ordersvc.Client {
 	t.Helper()
 	t.Cleanup(func() { // runs after the service has stopped
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		s.Client().DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		if _, err := svctest.Client(t, s).DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
+			t.Errorf("delete table %s: %v", table, err)
+		}
 	})
-	base := svctest.Start(t, run, "-endpoint", s.Endpoint, "-addr", "127.0.0.1:0", "-table", table,
-		"-shards", fmt.Sprint(shards), "-cursor-key", hex.EncodeToString([]byte("a test key of 32 bytes, no more!")))
+	return serve(t, s, table, shards)
+}
+
+// serve runs the program on table with n shards per day until t ends.
+func serve(t *testing.T, s *dynashardtest.Server, table string, n int) *ordersvc.Client {
+	t.Helper()
+	base := svctest.Start(t, run, "-endpoint", s.Endpoint(), "-addr", "127.0.0.1:0", "-table", table,
+		"-shards", fmt.Sprint(n), "-cursor-key", hex.EncodeToString([]byte("a test key of 32 bytes, no more!")))
 	return &ordersvc.Client{Client: httpjson.Client{Base: base}}
 }
 
@@ -60,9 +68,9 @@ func newOrder(r *rand.Rand, ts time.Time) ordersvc.NewOrder {
 }
 
 func TestOrders(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	svctest.Each(t, func(t *testing.T, s *dynashardtest.Server) {
 		ctx := context.Background()
-		table := ddbtest.TableName()
+		table := dynashardtest.TableName("orders")
 		c := start(t, s, table)
 		r := rand.New(rand.NewPCG(1, 2))
 
@@ -71,7 +79,10 @@ func TestOrders(t *testing.T) {
 		days := map[string]int{"2025-03-14": 240, "2025-03-15": 40}
 		var inputs []ordersvc.NewOrder
 		for day, n := range days {
-			d, _ := time.Parse(sortid.DayLayout, day)
+			d, err := time.Parse(sortid.DayLayout, day)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for range n {
 				ts := d.Add(time.Duration(r.IntN(100))*time.Second + time.Duration(r.IntN(1000))*time.Microsecond)
 				inputs = append(inputs, newOrder(r, ts))
@@ -101,7 +112,10 @@ func TestOrders(t *testing.T) {
 			for _, l := range in.Lines {
 				total += int64(l.Quantity) * l.PriceCents
 			}
-			placed, _ := time.Parse(time.RFC3339Nano, in.PlacedAt)
+			placed, err := time.Parse(time.RFC3339Nano, in.PlacedAt)
+			if err != nil {
+				t.Fatal(err)
+			}
 			want := ordersvc.Order{
 				ID: o.ID, Day: placed.UTC().Format(sortid.DayLayout), Customer: in.Customer, Currency: in.Currency,
 				Lines: in.Lines, TotalCents: total, PlacedAt: placed, Version: 1,
@@ -118,7 +132,7 @@ func TestOrders(t *testing.T) {
 		t.Run("spread over suffixes", func(t *testing.T) {
 			// The stored physical keys are exactly what shard.Hash computes
 			// from the ids, and a busy day uses the suffixes that predicts.
-			got := scanKeys(t, s.Client(), table)
+			got := scanKeys(t, svctest.Client(t, s), table)
 			want := map[string]string{}
 			for _, o := range created {
 				want[o.ID] = shard.Key(o.Day, shard.Hash(shards).Pick(o.ID))
@@ -279,8 +293,35 @@ func TestOrders(t *testing.T) {
 				t.Errorf("count after bad input: got %d, %v; want %d", n, err, len(byDay["2025-03-14"]))
 			}
 		})
+
+		t.Run("another N refused", func(t *testing.T) {
+			// Each day records the layout it was written with: an instance
+			// started with another N fails (shard.ErrLayoutMismatch, a 500)
+			// instead of counting part of a day or filing an order where
+			// the first instance would not find it.
+			other := serve(t, s, table, shards/2)
+			d, err := time.Parse(sortid.DayLayout, "2025-03-14")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for what, err := range map[string]error{
+				"count":  ignore(other.Count(ctx, "2025-03-14")),
+				"list":   ignore(other.List(ctx, "2025-03-14", 10, "")),
+				"get":    ignore(other.Get(ctx, created[0].ID)),
+				"create": ignore(other.Create(ctx, newOrder(r, d.Add(time.Hour)))),
+			} {
+				if e := new(httpjson.Error); !errors.As(err, &e) || e.Status != http.StatusInternalServerError {
+					t.Errorf("%s with %d shards over a day written with %d: got %v, want a 500", what, shards/2, shards, err)
+				}
+			}
+			if n, err := c.Count(ctx, "2025-03-14"); err != nil || n != int64(len(byDay["2025-03-14"])) {
+				t.Errorf("count after the refused create: got %d, %v; want %d", n, err, len(byDay["2025-03-14"]))
+			}
+		})
 	})
 }
+
+func ignore[T any](_ T, err error) error { return err }
 
 func wantBadRequest(t *testing.T, what string, err error, field string) {
 	t.Helper()

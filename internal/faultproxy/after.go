@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 )
 
-// afterForward charges reads, whose size only the answer tells, and merges
-// what the proxy removed from a batch into the target's answer. It returns
-// the body to send.
+// afterForward charges reads, whose size only the answer tells, records
+// what the target applied for the capacity model, and merges what the proxy
+// removed from a batch into the target's answer. It returns the body to
+// send.
 func (p *Proxy) afterForward(c *call, d *decision, body []byte) []byte {
+	p.recordApplied(c, d, body)
 	switch c.op {
 	case "GetItem", "Query":
 		if c.hasKey {
@@ -21,6 +23,50 @@ func (p *Proxy) afterForward(c *call, d *decision, body []byte) []byte {
 		return p.afterBatchGet(c, d, body)
 	}
 	return body
+}
+
+// recordApplied tells the capacity model about a table created, updated or
+// deleted, and about the writes the target applied: a batch's forwarded
+// entries (counted even if the target itself left some unprocessed, which
+// local servers do not), and an update's new item when it returned ALL_NEW.
+func (p *Proxy) recordApplied(c *call, d *decision, body []byte) {
+	def, isDDL := ddlDef(c.op, c.body)
+	writes := d.writes
+	if c.write != nil && c.op != "UpdateItem" {
+		writes = append(writes, *c.write)
+	}
+	if c.allNew && c.write != nil {
+		if w, ok := updatedItem(*c.write, body); ok {
+			writes = append(writes, w)
+		}
+	}
+	if !isDDL && len(writes) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	if isDDL {
+		p.capacity.define(def, now)
+	}
+	for _, w := range writes {
+		p.capacity.store(w, now)
+	}
+}
+
+// updatedItem is w with the size of the item an UpdateItem with ALL_NEW
+// returned.
+func updatedItem(w itemWrite, body []byte) (itemWrite, bool) {
+	var out struct{ Attributes json.RawMessage }
+	if json.Unmarshal(body, &out) != nil || out.Attributes == nil {
+		return w, false
+	}
+	item, err := decodeItem(out.Attributes)
+	if err != nil {
+		return w, false
+	}
+	w.size = itemSize(item)
+	return w, true
 }
 
 // chargeRead charges a GetItem or Query to its key for the items returned.
@@ -72,7 +118,7 @@ func (p *Proxy) afterBatchGet(c *call, d *decision, body []byte) []byte {
 }
 
 type readCharge struct {
-	k     Key
+	k     pkey
 	units float64
 }
 
@@ -107,20 +153,20 @@ func (c *call) tableReadCharges(t string, s *tableSchema, removed, returned, unp
 			continue
 		}
 		if k, ok := s.pkOf(t, "", item); ok {
-			pending[k]--
+			pending[k.Key]--
 			charges = append(charges, readCharge{k, readUnits(itemSize(item), consistent)})
 		}
 	}
 	for _, raw := range unprocessed {
 		if item, err := decodeItem(raw); err == nil {
 			if k, ok := s.pkOf(t, "", item); ok {
-				pending[k]--
+				pending[k.Key]--
 			}
 		}
 	}
 	for _, e := range c.batch[t] {
-		if e.hasKey && pending[e.key] > 0 {
-			pending[e.key]--
+		if e.hasKey && pending[e.key.Key] > 0 {
+			pending[e.key.Key]--
 			charges = append(charges, readCharge{e.key, readUnits(0, consistent)})
 		}
 	}
@@ -137,7 +183,7 @@ func (c *call) forwardedKeys(t string, removed []json.RawMessage) map[Key]int {
 	pending := map[Key]int{}
 	for _, e := range c.batch[t] {
 		if e.hasKey && !gone[string(e.raw)] {
-			pending[e.key]++
+			pending[e.key.Key]++
 		}
 	}
 	return pending

@@ -77,9 +77,12 @@ func (p *Proxy) keep(c *call, d *decision, e entry, now time.Time) {
 	if !e.hasKey {
 		return
 	}
-	d.fwdKeys = append(d.fwdKeys, e.key)
+	d.fwdKeys = append(d.fwdKeys, e.key.Key)
 	if c.kind == kindWrite {
 		p.charge(e.key, kindWrite, e.units, now, c.op)
+	}
+	if e.write != nil {
+		d.writes = append(d.writes, *e.write)
 	}
 }
 
@@ -90,7 +93,7 @@ func (p *Proxy) throttleBatch(c *call, d *decision, removed map[string][]removal
 	p.stats.op(c.op, func(s *Counters) { s.Throttled++ })
 	for _, rs := range removed {
 		for _, r := range rs {
-			p.stats.key(r.e.key, func(s *Counters) { s.Throttled++ })
+			p.stats.key(r.e.key.Key, func(s *Counters) { s.Throttled++ })
 		}
 	}
 }
@@ -104,7 +107,7 @@ func (p *Proxy) countUnprocessed(c *call, s batchSplit) map[string][]json.RawMes
 		for _, r := range rs {
 			removed[t] = append(removed[t], r.e.raw)
 			if r.e.hasKey {
-				p.stats.key(r.e.key, func(st *Counters) {
+				p.stats.key(r.e.key.Key, func(st *Counters) {
 					st.Unprocessed++
 					if r.capacity {
 						st.Throttled++

@@ -25,13 +25,19 @@ func (kb *keyBuckets) of(kd kind) *buckets {
 	return &kb.read
 }
 
-func (kb *keyBuckets) admit(k Key, kd kind, now time.Time) bool {
-	return kb.of(kd).admit(k, now)
+func (kb *keyBuckets) admit(k pkey, kd kind, now time.Time) bool {
+	return kb.of(kd).admit(k.Key, now)
 }
 
-func (kb *keyBuckets) charge(k Key, kd kind, units float64, now time.Time) {
-	kb.of(kd).charge(k, units, now)
+func (kb *keyBuckets) charge(k pkey, kd kind, units float64, now time.Time) {
+	kb.of(kd).charge(k.Key, units, now)
 }
+
+// The per-key model has no tables, stored bytes or per-table counters.
+func (kb *keyBuckets) define(tableDef, time.Time)                 {}
+func (kb *keyBuckets) store(itemWrite, time.Time)                 {}
+func (kb *keyBuckets) snapshot(time.Time) map[TableKey]TableStats { return nil }
+func (kb *keyBuckets) resetStats()                                {}
 
 func (kb *keyBuckets) configure(cfg Config, now time.Time) {
 	kb.write.configure(cfg.WCU, cfg.WCU*cfg.burstSeconds(), now)

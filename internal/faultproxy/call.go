@@ -13,13 +13,22 @@ const (
 	kindRead
 )
 
+// pkey is a partition-key value as the capacity models see it: its name in
+// Stats, and its place in the key-hash space (partition.KeyHash), which
+// the partition model maps to a partition.
+type pkey struct {
+	Key
+	hash uint64
+}
+
 // entry is one write request of a BatchWriteItem or one key of a
 // BatchGetItem, kept as sent so a rewritten request carries it unchanged.
 type entry struct {
 	raw    json.RawMessage
-	key    Key
+	key    pkey
 	hasKey bool
-	units  float64 // write units (BatchWriteItem)
+	units  float64    // write units (BatchWriteItem)
+	write  *itemWrite // its effect on stored bytes, when known
 }
 
 // call is what the proxy understood of one request. A request it cannot
@@ -30,10 +39,12 @@ type call struct {
 	kind kind
 
 	// Single-item operations and Query.
-	key        Key
+	key        pkey
 	hasKey     bool
 	units      float64 // write units, known before forwarding
 	consistent bool
+	write      *itemWrite // PutItem, DeleteItem: the effect on stored bytes
+	allNew     bool       // UpdateItem with ReturnValues ALL_NEW
 
 	// Batch operations: entries per table, tables sorted so that random
 	// draws happen in a reproducible order.
@@ -52,12 +63,12 @@ type call struct {
 func (c *call) keys() []Key {
 	var ks []Key
 	if c.hasKey {
-		ks = append(ks, c.key)
+		ks = append(ks, c.key.Key)
 	}
 	for _, t := range c.tables {
 		for _, e := range c.batch[t] {
-			if e.hasKey && !slices.Contains(ks, e.key) {
-				ks = append(ks, e.key)
+			if e.hasKey && !slices.Contains(ks, e.key.Key) {
+				ks = append(ks, e.key.Key)
 			}
 		}
 	}

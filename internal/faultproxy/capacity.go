@@ -11,24 +11,34 @@ import (
 // forwarding, reads after. Calls are made with p.mu held, so a model needs no
 // lock of its own, and with the proxy's clock, so that tests can freeze it.
 //
-// keyBuckets is the model Config describes, one token bucket per key; a
-// model whose partitions are shared by many keys can replace it behind the
-// same three methods.
+// keyBuckets is the PerKey model, one token bucket per key;
+// partitionModel the Partitioned one, whose partitions many keys share.
+// The per-key model needs only the first three methods and ignores the
+// others.
 type capacityModel interface {
 	// admit reports whether k may consume capacity of kind kd (kindWrite
 	// or kindRead) at now.
-	admit(k Key, kd kind, now time.Time) bool
+	admit(k pkey, kd kind, now time.Time) bool
 	// charge takes units of kind kd from k, admitted or not.
-	charge(k Key, kd kind, units float64, now time.Time)
+	charge(k pkey, kd kind, units float64, now time.Time)
 	// configure adopts cfg's capacity settings at now, keeping what each
 	// key has already consumed.
 	configure(cfg Config, now time.Time)
+	// define adopts a table's capacity as a request the target accepted,
+	// or the proxy's own DescribeTable, states it.
+	define(d tableDef, now time.Time)
+	// store records a write the target applied, for stored bytes.
+	store(w itemWrite, now time.Time)
+	// snapshot returns the model's tables for Stats; nil if it has none.
+	snapshot(now time.Time) map[TableKey]TableStats
+	// resetStats zeroes the counters snapshot reports.
+	resetStats()
 }
 
 // charge takes units of kind kd from k and counts them against op and k,
 // whatever the model (the counters report units even when capacity is
 // unlimited). The caller holds p.mu.
-func (p *Proxy) charge(k Key, kd kind, units float64, now time.Time, op string) {
+func (p *Proxy) charge(k pkey, kd kind, units float64, now time.Time, op string) {
 	p.capacity.charge(k, kd, units, now)
 	add := func(c *Counters) {
 		if kd == kindWrite {
@@ -38,7 +48,7 @@ func (p *Proxy) charge(k Key, kd kind, units float64, now time.Time, op string) 
 		}
 	}
 	p.stats.op(op, add)
-	p.stats.key(k, add)
+	p.stats.key(k.Key, add)
 }
 
 // writeUnits is DynamoDB's write charge: one unit per started KB, at least one.

@@ -47,10 +47,10 @@ func TestKeyBuckets(t *testing.T) {
 			for i, s := range tc.steps {
 				now := t0.Add(s.at)
 				if s.charge > 0 {
-					m.charge(s.k, s.kd, s.charge, now)
+					m.charge(pkey{Key: s.k}, s.kd, s.charge, now)
 					continue
 				}
-				if got := m.admit(s.k, s.kd, now); got != s.want {
+				if got := m.admit(pkey{Key: s.k}, s.kd, now); got != s.want {
 					t.Errorf("step %d: admit(%v, %v) at %v: got %v, want %v", i, s.k, s.kd, s.at, got, s.want)
 				}
 			}
@@ -65,8 +65,8 @@ func TestKeyBucketsConfigure(t *testing.T) {
 	full, owing := Key{PK: "full"}, Key{PK: "owing"}
 	m := newKeyBuckets()
 	m.configure(Config{WCU: 10}, t0)
-	m.admit(full, kindWrite, t0)
-	m.charge(owing, kindWrite, 12, t0)
+	m.admit(pkey{Key: full}, kindWrite, t0)
+	m.charge(pkey{Key: owing}, kindWrite, 12, t0)
 	m.configure(Config{WCU: 1}, t0)
 	for _, tc := range []struct {
 		k    Key

@@ -4,21 +4,25 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/dynashard/dynashard/partition"
 )
 
-// DynamoDB's documented per-partition throughput limits. Set Config.WCU and
-// Config.RCU to these to model a table whose every partition-key value lives
-// on its own partition at full strength.
+// DynamoDB's documented per-partition throughput limits (package
+// partition's). Set Config.WCU and Config.RCU to these to model a table
+// whose every partition-key value lives on its own partition at full
+// strength; the partition model caps every partition at them.
 const (
-	PartitionWCU = 1000
-	PartitionRCU = 3000
+	PartitionWCU = partition.PartitionWCU
+	PartitionRCU = partition.PartitionRCU
 )
 
 // Config selects what the proxy models and injects. The zero Config forwards
 // every request unchanged: no capacity limits and no faults.
 //
-// Capacity (WCU, RCU, Burst) applies to every request, like the service's
-// own limits. The rate-driven faults (UnprocessedRate, ThrottleRate, Latency
+// Capacity applies to every request, like the service's own limits: Model
+// selects the per-key model (WCU, RCU, Burst) or the partition model
+// (Partition). The rate-driven faults (UnprocessedRate, ThrottleRate, Latency
 // and Jitter, ErrorRate, ErrorAfterRate, ResetBeforeRate, ResetAfterRate,
 // TruncateRate) apply only to requests selected by Ops and Keys.
 //
@@ -27,8 +31,16 @@ const (
 // applied), then, after forwarding (the request is applied), ResetAfterRate,
 // ErrorAfterRate, TruncateRate. Latency is added before anything else.
 type Config struct {
+	// Model selects the capacity model: PerKey (the zero value) with WCU,
+	// RCU and Burst below, or Partitioned with Partition. Set may switch
+	// models; the new one starts afresh.
+	Model Model
+
+	// Partition configures the partition model; PerKey ignores it.
+	Partition PartitionConfig
+
 	// WCU and RCU are the write and read capacity units per second that each
-	// (table, partition-key value) may consume; a query on a global secondary
+	// (table, partition-key value) may consume in the PerKey model; a query on a global secondary
 	// index is charged to (table, index, index partition-key value). Zero
 	// means unlimited. PartitionWCU and PartitionRCU are DynamoDB's limits.
 	WCU, RCU float64
@@ -84,21 +96,14 @@ type Config struct {
 
 // validate reports the first field outside its domain.
 func (c Config) validate() error {
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{
-		{"UnprocessedRate", c.UnprocessedRate},
-		{"ThrottleRate", c.ThrottleRate},
-		{"ErrorRate", c.ErrorRate},
-		{"ErrorAfterRate", c.ErrorAfterRate},
-		{"ResetBeforeRate", c.ResetBeforeRate},
-		{"ResetAfterRate", c.ResetAfterRate},
-		{"TruncateRate", c.TruncateRate},
-	} {
-		if !(f.v >= 0 && f.v <= 1) {
-			return fmt.Errorf("faultproxy: %s %v outside [0, 1]", f.name, f.v)
-		}
+	if err := validModel(c.Model); err != nil {
+		return err
+	}
+	if err := c.Partition.validate(); err != nil {
+		return err
+	}
+	if err := c.validateRates(); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		name string
@@ -114,6 +119,27 @@ func (c Config) validate() error {
 	}{{"Burst", c.Burst}, {"Latency", c.Latency}, {"Jitter", c.Jitter}} {
 		if f.v < 0 {
 			return fmt.Errorf("faultproxy: %s %v is negative", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// validateRates reports the first fault rate outside [0, 1].
+func (c Config) validateRates() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"UnprocessedRate", c.UnprocessedRate},
+		{"ThrottleRate", c.ThrottleRate},
+		{"ErrorRate", c.ErrorRate},
+		{"ErrorAfterRate", c.ErrorAfterRate},
+		{"ResetBeforeRate", c.ResetBeforeRate},
+		{"ResetAfterRate", c.ResetAfterRate},
+		{"TruncateRate", c.TruncateRate},
+	} {
+		if !(f.v >= 0 && f.v <= 1) {
+			return fmt.Errorf("faultproxy: %s %v outside [0, 1]", f.name, f.v)
 		}
 	}
 	return nil

@@ -23,7 +23,8 @@ type decision struct {
 	forward []byte // rewritten request body; nil: as received
 	reply   []byte // answer without forwarding (a batch with nothing left)
 	removed map[string][]json.RawMessage
-	fwdKeys []Key // keys of the batch entries forwarded, one per entry
+	fwdKeys []Key       // keys of the batch entries forwarded, one per entry
+	writes  []itemWrite // stored-bytes effects of the batch writes forwarded
 }
 
 // decide draws the request's faults and applies the capacity model to it.
@@ -40,9 +41,21 @@ func (p *Proxy) decide(c *call) decision {
 		p.drawFault(c, &d)
 	}
 	if d.before == none {
+		p.learnTables(c, now)
 		p.applyCapacity(c, &d, now)
 	}
 	return d
+}
+
+// learnTables tells the capacity model what the proxy's DescribeTable
+// found of the tables c touches, for tables it has not seen created. The
+// caller holds p.mu.
+func (p *Proxy) learnTables(c *call, now time.Time) {
+	for _, s := range c.schemas {
+		if s.def != nil {
+			p.capacity.define(*s.def, now)
+		}
+	}
 }
 
 // countRequests counts a batch once per entry with a key, and any other
@@ -58,7 +71,7 @@ func (p *Proxy) countRequests(c *call) {
 	for _, t := range c.tables {
 		for _, e := range c.batch[t] {
 			if e.hasKey {
-				p.stats.key(e.key, func(s *Counters) { s.Requests++ })
+				p.stats.key(e.key.Key, func(s *Counters) { s.Requests++ })
 			}
 		}
 	}

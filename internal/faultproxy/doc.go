@@ -12,6 +12,18 @@
 //	defer p.Close()
 //	client := localddb.NewClient(p.URL())
 //
+// or, for DynamoDB's partitions (keys sharing a partition's throughput,
+// burst, adaptive capacity, splits):
+//
+//	p, err := faultproxy.New(server.Endpoint, faultproxy.Config{
+//		Model: faultproxy.Partitioned,
+//		Partition: faultproxy.PartitionConfig{
+//			Tables: map[faultproxy.TableKey]faultproxy.Throughput{
+//				{Table: "orders"}: {RCU: 5000, WCU: 2000}, // 4 partitions
+//			},
+//		},
+//	})
+//
 // # Requests
 //
 // Requests are DynamoDB's JSON protocol: the operation is in the
@@ -22,14 +34,19 @@
 // actually sends. A request the proxy cannot parse is forwarded unchanged,
 // without keys or capacity.
 //
-// To find a table's partition key the proxy sends its own DescribeTable to
+// To find a table's partition key (and, for the partition model, its
+// throughput) the proxy sends its own DescribeTable to
 // the target once per table, with the credentials headers of the request
 // that needed it, and caches the answer (forgotten when a CreateTable,
 // DeleteTable or UpdateTable for that table passes through).
 //
-// # Capacity model
+// # Capacity models
 //
-// With Config.WCU or Config.RCU set, each partition-key value of each table
+// Config.Model selects one of two capacity models. Both charge units the
+// same way (below) and refuse a request the same way; they differ in whose
+// budget a key spends.
+//
+// PerKey (the default): with Config.WCU or Config.RCU set, each partition-key value of each table
 // (and each partition-key value of each global secondary index, for queries
 // on it) has a token bucket per kind that refills at that many units per
 // second and holds Burst seconds of them, starting full. A request is
@@ -54,6 +71,69 @@
 // Sizes are those of the returned, projected items, which undercounts reads
 // with a projection (DynamoDB charges the whole item). Scan, transactions
 // and PartiQL are forwarded without charge; their faults still apply.
+//
+// Partitioned: the guide's partitions, with the arithmetic of package
+// partition (the one implementation the planner and the docs use too):
+//
+//   - Tables. Every table, and every global secondary index separately, has
+//     a partition.Layout. Its throughput comes from
+//     PartitionConfig.Tables, else from the CreateTable and UpdateTable
+//     requests the target accepted as they passed through
+//     (ProvisionedThroughput; BillingMode PAY_PER_REQUEST is on demand),
+//     else from the proxy's own DescribeTable of a table it first meets.
+//     A new table gets max(ceil(RCU/3000 + WCU/1000), 1) partitions with
+//     the throughput divided evenly; an update that needs more doubles
+//     them, and lowering never merges them (11,000 WCU lowered to 200
+//     leaves 11 partitions of about 18 WCU). An on-demand table has one
+//     partition to begin with, more by size, each capped at the
+//     per-partition maxima only. A table the model knows nothing of is not
+//     limited.
+//   - Keys. A partition-key value's place is partition.KeyHash of it (the
+//     first 8 bytes of the MD5 of its canonical bytes: dynashard's fixed
+//     hash, not DynamoDB's), and its partition is the one whose range holds
+//     that place, so distinct keys share a partition's budget as they do on
+//     DynamoDB. Stats.Tables shows each partition's range.
+//   - Throughput. Each partition has, for reads and for writes, a token
+//     bucket refilled at its share and holding BurstWindow of it (300 s by
+//     default: the burst capacity), starting full, and a bucket capping it
+//     at 3,000 RCU / 1,000 WCU over one second, which burst and adaptive
+//     capacity never pass. A request is admitted while both are positive
+//     (or adaptive capacity lends, below) and charged in full, as in the
+//     per-key model.
+//   - Adaptive capacity. A request that finds its partition's own bucket
+//     spent starts a throttling episode, which lasts until that bucket is
+//     full again. With AdaptiveDelayed (the default), once an episode has
+//     lasted AdaptiveDelay (5 min by default; the guide says 5–30 minutes)
+//     the partition may spend the table's unused throughput: a bucket of
+//     the table's whole throughput over one second, which every partition's
+//     consumption drains. AdaptiveInstant lends from the first refusal on,
+//     as AWS's current documentation describes; AdaptiveOff never lends.
+//     Borrowed units are counted in Usage.Borrowed.
+//   - Size. Stored bytes per partition follow the writes the target applied
+//     through the proxy: PutItem and batch puts add the item (by
+//     internal/ddbsize) or replace the one they overwrite, deletes subtract
+//     it, and UpdateItem counts only when it returns ALL_NEW. A partition
+//     over PartitionSize (10 GB by default; a few KB in tests) splits with
+//     partition.Layout.Split: two halves of its range, each with half its
+//     throughput, the upper half appended last. The proxy keeps every such
+//     item's key and size in memory.
+//   - Time. The model runs on its own clock, TimeScale simulated seconds
+//     per real second: bucket refills, the burst window, the one-second
+//     maxima and the adaptive delay are all simulated time. At TimeScale 60
+//     a 500 WCU partition admits 30,000 WCU per real second and half an hour
+//     of DynamoDB passes in 30 s; the client must offer load 60 times as
+//     fast to simulate the same rate. Injected latency, the target's own
+//     clock (table status, TTL) and the request rate are not scaled.
+//
+// The partition model does not model: DynamoDB's real hash and split
+// points; splits of one item collection by sort key (a key bigger than
+// PartitionSize stays on one partition); "split for heat"; the writes a
+// table's global indexes consume (an index's partitions serve Queries on
+// it; its bytes are not tracked); local secondary indexes; transactions,
+// Scan and PartiQL (not charged); the initial 4,000 WCU / 12,000 RCU of a new
+// on-demand table and on-demand's doubling of previous peaks; the quota of
+// throughput decreases per day; data written to a table before the proxy
+// saw it.
 //
 // A single-item request or Query on a key over budget is answered with
 // ProvisionedThroughputExceededException, exactly as the service sends it
@@ -83,5 +163,7 @@
 //
 // Stats returns per-operation and per-key Counters: requests, forwards,
 // throttles, unprocessed entries, units charged, injected delays and faults.
-// Tests assert on them rather than on time.
+// Under the partition model, Stats.Tables also lists every table's
+// partitions: range, throughput, stored bytes, and units used, borrowed and
+// throttled. Tests assert on them rather than on time.
 package faultproxy

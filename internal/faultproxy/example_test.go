@@ -56,3 +56,50 @@ func ExampleNew() {
 		len(out.UnprocessedItems[table]), st.Unprocessed, st.Forwarded)
 	// Output: unprocessed 3, proxy counted 3, forwarded 0
 }
+
+// The partition model: four keys of a 5,000 RCU / 2,000 WCU table (four
+// partitions of 500 WCU) land on three partitions, two of them sharing one
+// partition's budget.
+func ExampleNew_partitioned() {
+	ctx := context.Background()
+	srv, err := ddbtest.Default()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	in, _ := ddbtest.TableInput("pk:S")
+	table, err := srv.NewTable(ctx, in)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Client().DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+
+	p, err := faultproxy.New(srv.Endpoint, faultproxy.Config{
+		Model: faultproxy.Partitioned,
+		Partition: faultproxy.PartitionConfig{Tables: map[faultproxy.TableKey]faultproxy.Throughput{
+			{Table: table}: {RCU: 5000, WCU: 2000},
+		}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
+	c := localddb.NewClient(p.URL())
+	for _, pk := range []string{"2014-07-09.1", "2014-07-09.2", "2014-07-09.3", "2014-07-09.4"} {
+		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table),
+			Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	for i, ps := range p.Stats().Tables[faultproxy.TableKey{Table: table}].Partitions {
+		fmt.Printf("partition %d: %g WCU/s, %g WCU written\n", i, ps.WCU, ps.Write.Units)
+	}
+	// Output:
+	// partition 0: 500 WCU/s, 1 WCU written
+	// partition 1: 500 WCU/s, 2 WCU written
+	// partition 2: 500 WCU/s, 1 WCU written
+	// partition 3: 500 WCU/s, 0 WCU written
+}

@@ -45,20 +45,35 @@ func (p *Proxy) parse(ctx context.Context, hdr http.Header, op string, body []by
 
 // keyOf decodes raw, an item or a key of table, and returns its partition
 // key, and the item for sizing even when the key is unknown.
-func keyOf(sch schemaFunc, table string, raw json.RawMessage) (Key, map[string]types.AttributeValue, bool) {
+func keyOf(sch schemaFunc, table string, raw json.RawMessage) (pkey, map[string]types.AttributeValue, bool) {
 	if table == "" || raw == nil {
-		return Key{}, nil, false
+		return pkey{}, nil, false
 	}
 	item, err := decodeItem(raw)
 	if err != nil {
-		return Key{}, nil, false
+		return pkey{}, nil, false
 	}
 	s, ok := sch(table)
 	if !ok {
-		return Key{}, item, false
+		return pkey{}, item, false
 	}
 	k, ok := s.pkOf(table, "", item)
 	return k, item, ok
+}
+
+// writeOf describes a put of item (size >= 0) or a delete of it (size < 0)
+// in table, for the stored bytes of the partition model; nil when the
+// item's primary key is unknown.
+func writeOf(sch schemaFunc, table string, k pkey, item map[string]types.AttributeValue, size int) *itemWrite {
+	s, ok := sch(table)
+	if !ok {
+		return nil
+	}
+	id, ok := s.itemID(item)
+	if !ok {
+		return nil
+	}
+	return &itemWrite{key: k, id: id, size: size}
 }
 
 func (c *call) parseItemOp(sch schemaFunc) {
@@ -66,26 +81,31 @@ func (c *call) parseItemOp(sch schemaFunc) {
 		TableName      string
 		Item, Key      json.RawMessage
 		ConsistentRead bool
+		ReturnValues   string
 	}
 	if json.Unmarshal(c.body, &in) != nil {
 		return
 	}
+	var item map[string]types.AttributeValue
 	switch c.op {
 	case "PutItem":
-		var item map[string]types.AttributeValue
 		c.kind = kindWrite
 		c.key, item, c.hasKey = keyOf(sch, in.TableName, in.Item)
-		c.units = writeUnits(itemSize(item))
+		n := itemSize(item)
+		c.units = writeUnits(n)
+		c.write = writeOf(sch, in.TableName, c.key, item, n)
 	case "GetItem":
 		c.kind = kindRead
 		c.key, _, c.hasKey = keyOf(sch, in.TableName, in.Key)
 		c.consistent = in.ConsistentRead
 	default:
 		// The item's size is unknown before the call: charge the
-		// minimum.
+		// minimum. An update's new size is known only from ALL_NEW.
 		c.kind = kindWrite
-		c.key, _, c.hasKey = keyOf(sch, in.TableName, in.Key)
+		c.key, item, c.hasKey = keyOf(sch, in.TableName, in.Key)
 		c.units = 1
+		c.write = writeOf(sch, in.TableName, c.key, item, -1)
+		c.allNew = c.op == "UpdateItem" && in.ReturnValues == "ALL_NEW"
 	}
 }
 
@@ -124,7 +144,7 @@ func (c *call) parseQuery(sch schemaFunc) {
 		return
 	}
 	if pk, ok := keyString(av); ok {
-		c.key, c.hasKey = Key{Table: in.TableName, Index: index, PK: pk}, true
+		c.key, c.hasKey = pkey{Key: Key{Table: in.TableName, Index: index, PK: pk}, hash: keyHash(av)}, true
 	}
 }
 
@@ -169,13 +189,16 @@ func writeEntry(sch schemaFunc, t string, raw json.RawMessage) entry {
 	if json.Unmarshal(raw, &wr) != nil {
 		return e
 	}
+	var item map[string]types.AttributeValue
 	switch {
 	case wr.PutRequest != nil:
-		var item map[string]types.AttributeValue
 		e.key, item, e.hasKey = keyOf(sch, t, wr.PutRequest.Item)
-		e.units = writeUnits(itemSize(item))
+		n := itemSize(item)
+		e.units = writeUnits(n)
+		e.write = writeOf(sch, t, e.key, item, n)
 	case wr.DeleteRequest != nil:
-		e.key, _, e.hasKey = keyOf(sch, t, wr.DeleteRequest.Key)
+		e.key, item, e.hasKey = keyOf(sch, t, wr.DeleteRequest.Key)
+		e.write = writeOf(sch, t, e.key, item, -1)
 	}
 	return e
 }
@@ -226,7 +249,7 @@ func (c *call) parseTransact(sch schemaFunc) {
 				raw = a.Item
 			}
 			if k, _, ok := keyOf(sch, a.TableName, raw); ok {
-				c.other = append(c.other, k)
+				c.other = append(c.other, k.Key)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -66,7 +67,7 @@ func New(target string, cfg Config) (*Proxy, error) {
 		cancel:    cancel,
 		served:    make(chan struct{}),
 		schemas:   schemaCache{m: map[string]*tableSchema{}},
-		capacity:  newKeyBuckets(),
+		capacity:  newKeyBuckets(), // the zero Config's; setLocked switches
 		stats:     newStats(),
 		now:       time.Now,
 	}
@@ -115,9 +116,10 @@ func (p *Proxy) serve() {
 func (p *Proxy) URL() string { return p.url }
 
 // Set replaces the configuration and reseeds the random source from
-// cfg.Seed. Capacity already consumed stays charged: each key's balance is
-// kept, capped at the new bucket depth. An invalid cfg is rejected and the
-// old configuration kept.
+// cfg.Seed. Capacity already consumed stays charged: each key's (or
+// partition's) balance is kept, capped at the new bucket depth; a change of
+// Model starts the new model afresh. An invalid cfg is rejected and the old
+// configuration kept.
 func (p *Proxy) Set(cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
@@ -132,6 +134,10 @@ func (p *Proxy) setLocked(cfg Config) {
 	// The caller keeps its slices and may change them after Set returns.
 	cfg.Ops = append([]string(nil), cfg.Ops...)
 	cfg.Keys = append([]string(nil), cfg.Keys...)
+	cfg.Partition.Tables = maps.Clone(cfg.Partition.Tables)
+	if cfg.Model != p.cfg.Model {
+		p.capacity = modelOf(cfg.Model)
+	}
 	p.cfg = cfg
 	p.ops, p.keys = setOf(cfg.Ops), setOf(cfg.Keys)
 	seed := uint64(cfg.Seed)
@@ -151,18 +157,23 @@ func setOf(ss []string) map[string]bool {
 	return m
 }
 
-// Stats returns a copy of the counters.
+// Stats returns a copy of the counters, and of the partition model's
+// tables.
 func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stats.clone()
+	s := p.stats.clone()
+	s.Tables = p.capacity.snapshot(p.now())
+	return s
 }
 
-// ResetStats zeroes the counters. Capacity balances are not affected.
+// ResetStats zeroes the counters, the partition model's included. Capacity
+// balances, partitions and stored bytes are not affected.
 func (p *Proxy) ResetStats() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats = newStats()
+	p.capacity.resetStats()
 }
 
 // Close stops the listener, aborts requests in flight (their injected delays

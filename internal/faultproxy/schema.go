@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -13,12 +14,13 @@ import (
 
 // tableSchema is what the proxy needs of DescribeTable.
 type tableSchema struct {
-	pk  string
-	gsi map[string]string // global index name -> its partition-key attribute
+	pk, sk string            // key attributes; sk is "" for a simple key
+	gsi    map[string]string // global index name -> its partition-key attribute
+	def    *tableDef         // the capacity DescribeTable states
 }
 
 // pkOf returns the partition key of item in table (or a GSI of it).
-func (s *tableSchema) pkOf(table, index string, item map[string]types.AttributeValue) (Key, bool) {
+func (s *tableSchema) pkOf(table, index string, item map[string]types.AttributeValue) (pkey, bool) {
 	attr := s.pk
 	if a, ok := s.gsi[index]; ok {
 		attr = a
@@ -27,10 +29,24 @@ func (s *tableSchema) pkOf(table, index string, item map[string]types.AttributeV
 	}
 	v, ok := item[attr]
 	if !ok {
-		return Key{}, false
+		return pkey{}, false
 	}
 	pk, ok := keyString(v)
-	return Key{Table: table, Index: index, PK: pk}, ok
+	return pkey{Key: Key{Table: table, Index: index, PK: pk}, hash: keyHash(v)}, ok
+}
+
+// itemID names item's primary key within its table, with numbers in
+// canonical form so that 1 and 1.0 name one item, as in DynamoDB.
+func (s *tableSchema) itemID(item map[string]types.AttributeValue) (string, bool) {
+	pk, ok := canonicalKey(item[s.pk])
+	if !ok {
+		return "", false
+	}
+	if s.sk == "" {
+		return strconv.Quote(pk), true
+	}
+	sk, ok := canonicalKey(item[s.sk])
+	return strconv.Quote(pk) + strconv.Quote(sk), ok
 }
 
 // schemaCache holds each table's key schema, fetched once with the proxy's
@@ -83,7 +99,7 @@ func (p *Proxy) schema(ctx context.Context, hdr http.Header, table string) (*tab
 	if !ok {
 		return nil, false
 	}
-	s, ok := decodeSchema(rb)
+	s, ok := decodeSchema(table, rb)
 	if !ok {
 		return nil, false
 	}
@@ -121,35 +137,33 @@ func (p *Proxy) describeTable(ctx context.Context, hdr http.Header, table string
 
 type keySchema []struct{ AttributeName, KeyType string }
 
-func (ks keySchema) hash() string {
+func (ks keySchema) hash() string { return ks.attr("HASH") }
+
+func (ks keySchema) rangeKey() string { return ks.attr("RANGE") }
+
+func (ks keySchema) attr(keyType string) string {
 	for _, k := range ks {
-		if k.KeyType == "HASH" {
+		if k.KeyType == keyType {
 			return k.AttributeName
 		}
 	}
 	return ""
 }
 
-// decodeSchema reads a DescribeTable answer.
-func decodeSchema(rb []byte) (*tableSchema, bool) {
-	var out struct {
-		Table struct {
-			KeySchema              keySchema
-			GlobalSecondaryIndexes []struct {
-				IndexName string
-				KeySchema keySchema
-			}
-		}
-	}
+// decodeSchema reads table's DescribeTable answer.
+func decodeSchema(table string, rb []byte) (*tableSchema, bool) {
+	var out struct{ Table wireTable }
 	if err := json.Unmarshal(rb, &out); err != nil {
 		return nil, false
 	}
-	s := &tableSchema{pk: out.Table.KeySchema.hash(), gsi: map[string]string{}}
+	ks := out.Table.KeySchema
+	s := &tableSchema{pk: ks.hash(), sk: ks.rangeKey(), gsi: map[string]string{}}
 	if s.pk == "" {
 		return nil, false
 	}
 	for _, g := range out.Table.GlobalSecondaryIndexes {
 		s.gsi[g.IndexName] = g.KeySchema.hash()
 	}
+	s.def = out.Table.described(table)
 	return s, true
 }

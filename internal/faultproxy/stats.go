@@ -3,6 +3,8 @@ package faultproxy
 import (
 	"maps"
 	"time"
+
+	"github.com/dynashard/dynashard/partition"
 )
 
 // Key names one partition of the capacity model: a partition-key value of a
@@ -48,6 +50,40 @@ type Stats struct {
 	Total Counters
 	Ops   map[string]Counters // by operation name ("PutItem")
 	Keys  map[Key]Counters
+
+	// Tables is the partition model's tables and global secondary
+	// indexes, with their partitions; nil in the PerKey model.
+	Tables map[TableKey]TableStats
+}
+
+// TableStats describes a table (or global secondary index) of the
+// partition model.
+type TableStats struct {
+	Throughput // its provisioned throughput, or OnDemand
+	// Partitions is its partitions in layout order: a split puts the upper
+	// half of a partition's range last (partition.Layout.Split).
+	Partitions []PartitionStats
+}
+
+// PartitionStats describes one partition of the partition model.
+type PartitionStats struct {
+	Range partition.Range // the part of the key-hash space it holds
+	// RCU and WCU are its throughput: its share of the table's, or on
+	// demand the per-partition maxima (3,000 and 1,000).
+	RCU, WCU float64
+	// Bytes is the size of the items written through the proxy that it
+	// holds.
+	Bytes       int64
+	Read, Write Usage
+}
+
+// Usage counts one kind of capacity (reads or writes) on one partition,
+// since the partition was created (by its table, or by the split or
+// doubling that made it) or since ResetStats.
+type Usage struct {
+	Units     float64 // capacity units charged
+	Borrowed  float64 // of Units, those adaptive capacity lent
+	Throttled int     // requests and batch entries refused
 }
 
 func newStats() Stats {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/partition"
 )
 
 // opName strips the service prefix from an X-Amz-Target header.
@@ -132,6 +133,31 @@ func keyString(av types.AttributeValue) (string, bool) {
 		return v.Value, true
 	case *types.AttributeValueMemberB:
 		return base64.StdEncoding.EncodeToString(v.Value), true
+	}
+	return "", false
+}
+
+// keyHash places a partition-key value in the key-hash space
+// (partition.KeyHash). A value KeyHash refuses (an N the target will reject
+// too) goes to hash 0.
+func keyHash(av types.AttributeValue) uint64 {
+	h, _ := partition.KeyHash(av)
+	return h
+}
+
+// canonicalKey renders a key attribute value with its type and, for N, in
+// canonical form, so that equal keys have equal strings.
+func canonicalKey(av types.AttributeValue) (string, bool) {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return "S" + v.Value, true
+	case *types.AttributeValueMemberN:
+		if n, err := ddbsize.ParseNumber(v.Value); err == nil {
+			return "N" + n.String(), true
+		}
+		return "N" + v.Value, true
+	case *types.AttributeValueMemberB:
+		return "B" + string(v.Value), true
 	}
 	return "", false
 }

@@ -7,8 +7,11 @@
 //	Reply        a thread's replies: base = "forum#thread", the guide's Reply.Id
 //	ReplyChunks  the chunks of replies too long for one item
 //
-// Both Thread and Reply are repo.Repo tables sharded with shard.Hash(4)
-// (a popular thread's replies arrive on four partitions, not one), with
+// Thread and Reply are described once, by the shard.Layouts that
+// Tables.Layouts returns, and everything is built from them: their
+// CreateTable requests (Tables.Inputs), the repo.Repo of each and the
+// chunk store behind Reply. Both are sharded with shard.Hash(4) (a popular
+// thread's replies arrive on four partitions, not one), with
 // ids that sort by time (examples/internal/sortid), so listing a thread
 // pages through its replies in the order they were written. A reply's
 // message is the repository's LargeField: up to chunk's inline limit it
@@ -35,10 +38,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/examples/internal/httpjson"
 	"github.com/dynashard/dynashard/examples/internal/sortid"
 	"github.com/dynashard/dynashard/repo"
+	"github.com/dynashard/dynashard/scatter"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -139,37 +144,47 @@ func TablesWithPrefix(prefix string) Tables {
 	return Tables{prefix + "Thread", prefix + "Reply", prefix + "ReplyChunks"}
 }
 
-// Inputs describes the tables: Thread and Reply with partition key pk and
-// sort key id, ReplyChunks with the chunk store's simple key ChunkKey.
-func (t Tables) Inputs() []*dynamodb.CreateTableInput {
-	sharded := func(name string) *dynamodb.CreateTableInput {
-		return &dynamodb.CreateTableInput{
-			TableName: aws.String(name),
-			AttributeDefinitions: []types.AttributeDefinition{
-				{AttributeName: aws.String(attrPartition), AttributeType: types.ScalarAttributeTypeS},
-				{AttributeName: aws.String(attrID), AttributeType: types.ScalarAttributeTypeS},
-			},
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(attrPartition), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(attrID), KeyType: types.KeyTypeRange},
-			},
-			BillingMode: types.BillingModePayPerRequest,
-		}
+// Layouts describes the sharded tables: Thread (base: the forum name) and
+// Reply (base: "forum#thread"), each with partition key pk holding
+// physical keys "dynamodb.3", sort key id, and a base spread over 4 keys
+// by shard.Hash on the id.
+func (t Tables) Layouts() (thread, reply shard.Layout) {
+	layout := func(name string) shard.Layout {
+		return shard.Layout{Table: name, PartitionKey: attrPartition, SortKey: attrID, Strategy: shard.Hash(shards)}
 	}
-	return []*dynamodb.CreateTableInput{sharded(t.Thread), sharded(t.Reply), {
+	return layout(t.Thread), layout(t.Reply)
+}
+
+// Inputs returns the CreateTable requests of the three tables, on demand:
+// Thread and Reply from their Layouts, ReplyChunks with the chunk store's
+// simple key ChunkKey. It fails for an empty name, with an error matching
+// dynashard.ErrInvalid.
+func (t Tables) Inputs() ([]*dynamodb.CreateTableInput, error) {
+	thread, reply := t.Layouts()
+	var ins []*dynamodb.CreateTableInput
+	for _, l := range []shard.Layout{thread, reply} {
+		in, err := l.CreateTableInput()
+		if err != nil {
+			return nil, fmt.Errorf("forumsvc: %w", err)
+		}
+		ins = append(ins, in)
+	}
+	if t.ReplyChunks == "" {
+		return nil, fmt.Errorf("forumsvc: %w: empty ReplyChunks table name", dynashard.ErrInvalid)
+	}
+	return append(ins, &dynamodb.CreateTableInput{
 		TableName:            aws.String(t.ReplyChunks),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(chunk.DefaultChunkKeyAttribute), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(chunk.DefaultChunkKeyAttribute), KeyType: types.KeyTypeHash}},
 		BillingMode:          types.BillingModePayPerRequest,
-	}}
+	}), nil
 }
 
 // Names lists the table names.
 func (t Tables) Names() []string { return []string{t.Thread, t.Reply, t.ReplyChunks} }
 
-// Config configures the service. Tables and CursorKey are required.
+// Config configures the service. CursorKey is required.
 type Config struct {
-	Tables Tables
 	// CursorKey signs list cursors (HMAC-SHA256).
 	CursorKey []byte
 	// Now is the clock. Default time.Now.
@@ -191,8 +206,11 @@ type Service struct {
 	cfg     Config
 }
 
-// New returns the service over cfg.Tables, which must exist.
-func New(c DB, cfg Config) (*Service, error) {
+// New returns the service over tables, which must exist (Tables.Inputs).
+// It fails for a table name, layout or cursor key the repository or the
+// chunk store refuses (errors matching repo.ErrInvalid) and without a
+// cursor key.
+func New(c DB, tables Tables, cfg Config) (*Service, error) {
 	if len(cfg.CursorKey) == 0 {
 		return nil, errors.New("forumsvc: no cursor key")
 	}
@@ -202,14 +220,14 @@ func New(c DB, cfg Config) (*Service, error) {
 	if cfg.Log == nil {
 		cfg.Log = log.Default()
 	}
+	threadLayout, replyLayout := tables.Layouts()
 	common := func(o *repo.Options) {
-		o.Strategy = shard.Hash(shards)
 		o.Version = attrVersion
 		o.CursorKey = cfg.CursorKey
 		o.Encoder = func(eo *attributevalue.EncoderOptions) { eo.TagKey = "json" }
 		o.Decoder = func(do *attributevalue.DecoderOptions) { do.TagKey = "json" }
 	}
-	threads, err := repo.New[Thread](c, cfg.Tables.Thread, attrPartition, attrID, common, func(o *repo.Options) {
+	threads, err := repo.New[Thread](c, threadLayout, common, func(o *repo.Options) {
 		// Every reply checks its thread exists: a popular thread is read
 		// far more often than it is written.
 		o.CacheEntries = 10_000
@@ -219,8 +237,11 @@ func New(c DB, cfg Config) (*Service, error) {
 	}
 	// Reply is the chunk store's parent table; gzip because forum text
 	// compresses several-fold (the guide's advice for large text).
-	store := chunk.New(c, cfg.Tables.Reply, cfg.Tables.ReplyChunks, func(o *chunk.Options) { o.Compression = chunk.Gzip })
-	replies, err := repo.New[Reply](c, cfg.Tables.Reply, attrPartition, attrID, common, func(o *repo.Options) {
+	store, err := chunk.New(c, replyLayout.Table, tables.ReplyChunks, func(o *chunk.Options) { o.Compression = chunk.Gzip })
+	if err != nil {
+		return nil, fmt.Errorf("forumsvc: %w", err)
+	}
+	replies, err := repo.New[Reply](c, replyLayout, common, func(o *repo.Options) {
 		o.Large = &repo.LargeField{Attribute: attrMessage, Store: store}
 	})
 	if err != nil {
@@ -318,7 +339,7 @@ func limitParam(r *http.Request) (int, error) {
 // listErr maps a List error: a cursor the repository rejects was altered,
 // forged, or issued for another listing.
 func listErr(err error) error {
-	if errors.Is(err, repo.ErrBadCursor) {
+	if errors.Is(err, repo.ErrInvalidCursor) {
 		return httpjson.BadRequest("cursor", "not a cursor this service issued for this listing")
 	}
 	return err
@@ -363,11 +384,11 @@ func (s *Service) listThreads(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	ts, next, err := s.threads.List(r.Context(), forum, limit, r.URL.Query().Get("cursor"))
+	ts, next, err := s.threads.List(r.Context(), forum, limit, scatter.Cursor(r.URL.Query().Get("cursor")))
 	if err != nil {
 		return 0, nil, listErr(err)
 	}
-	return http.StatusOK, ThreadPage{Threads: ts, Next: next}, nil
+	return http.StatusOK, ThreadPage{Threads: ts, Next: string(next)}, nil
 }
 
 func (s *Service) getThread(r *http.Request) (int, any, error) {
@@ -431,11 +452,11 @@ func (s *Service) listReplies(r *http.Request) (int, any, error) {
 	}
 	// List reads every listed reply's chunks, whole, to cut a preview:
 	// keep pages of long replies short.
-	rs, next, err := s.replies.List(r.Context(), replyBase(t.Forum, t.ID), limit, r.URL.Query().Get("cursor"))
+	rs, next, err := s.replies.List(r.Context(), replyBase(t.Forum, t.ID), limit, scatter.Cursor(r.URL.Query().Get("cursor")))
 	if err != nil {
 		return 0, nil, listErr(err)
 	}
-	page := ReplyPage{Replies: make([]ReplySummary, len(rs)), Next: next}
+	page := ReplyPage{Replies: make([]ReplySummary, len(rs)), Next: string(next)}
 	for i, x := range rs {
 		page.Replies[i] = ReplySummary{ID: x.ID, Author: x.Author, CreatedAt: x.CreatedAt, Bytes: x.Bytes, Preview: Preview(x.Message)}
 	}

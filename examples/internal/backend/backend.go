@@ -1,13 +1,22 @@
-// Package backend connects dynashard's example services to DynamoDB: an
-// embedded local server started (and stopped) by the program, or an
-// endpoint someone else runs, including real AWS.
+// Package backend connects dynashard's example services to DynamoDB, in one
+// of three ways:
 //
-// The examples cannot load the standard AWS configuration (shared config
-// files, profiles, SSO, instance roles): that needs
-// github.com/aws/aws-sdk-go-v2/config, which this module does not depend
-// on. For real AWS they read credentials from AWS_ACCESS_KEY_ID,
-// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN and the region from
-// AWS_REGION (default us-east-1), which is what localddb.NewClient does.
+//   - by default, an embedded local server started (and stopped) by the
+//     program through the public test kit, dynashardtest: DynamoDB Local,
+//     or dynalite with -server dynalite;
+//   - -endpoint URL: a DynamoDB-compatible server someone else runs, signed
+//     with region $AWS_REGION (default us-east-1) and the credentials in
+//     AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, or dummy
+//     ones when those are unset (local servers accept any);
+//   - -aws: real DynamoDB through config.LoadDefaultConfig, so region and
+//     credentials come from the SDK's usual chain: environment, shared
+//     config and credentials files (AWS_PROFILE), IAM Identity Center
+//     (SSO), assumed roles, container and instance roles.
+//
+// Every client retries with retry.NewStandard(dynashard.RetryForFanOut):
+// a scatter read sends N Queries at once through one client, and the
+// SDK's default retry quota would make one throttled read fail every
+// other request on the client.
 package backend
 
 import (
@@ -23,26 +32,30 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynashard/dynashard/internal/localddb"
+	"github.com/dynashard/dynashard"
+	"github.com/dynashard/dynashard/dynashardtest"
 )
 
 // Config says which DynamoDB to use. The zero value starts an embedded
 // DynamoDB Local.
 type Config struct {
 	// Endpoint is a DynamoDB endpoint URL to use instead of an embedded
-	// server. Default: $DYNASHARD_ENDPOINT, else $AWS_ENDPOINT_URL_DYNAMODB.
+	// server; with AWS, it replaces the regional endpoint (a VPC or FIPS
+	// endpoint, say). Default: $DYNASHARD_ENDPOINT, else
+	// $AWS_ENDPOINT_URL_DYNAMODB.
 	Endpoint string
-	// AWS uses real DynamoDB in $AWS_REGION with credentials from the
-	// environment.
+	// AWS uses real DynamoDB, with region and credentials from the SDK's
+	// default chain (config.LoadDefaultConfig).
 	AWS bool
-	// Server is the embedded server's kind when no endpoint is given:
-	// localddb.DynamoDBLocal (default) or localddb.Dynalite.
-	Server localddb.Kind
+	// Server is the embedded server's kind when neither Endpoint nor AWS
+	// is set: dynashardtest.DynamoDBLocal (default) or
+	// dynashardtest.Dynalite.
+	Server dynashardtest.Kind
 }
 
 // RegisterFlags adds -endpoint, -aws and -server to fs, filling c.
@@ -54,14 +67,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Endpoint, "endpoint", def,
 		"DynamoDB endpoint URL (default $DYNASHARD_ENDPOINT or $AWS_ENDPOINT_URL_DYNAMODB; empty: start an embedded server)")
 	fs.BoolVar(&c.AWS, "aws", false,
-		"use real DynamoDB in $AWS_REGION with credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN")
-	fs.Func("server", "embedded server: ddblocal (DynamoDB Local, needs Java 17) or dynalite (needs Node.js)", func(s string) error {
-		switch k := localddb.Kind(s); k {
-		case localddb.DynamoDBLocal, localddb.Dynalite:
+		"use real DynamoDB, with region and credentials from the AWS SDK's default chain (environment, AWS_PROFILE, SSO, roles)")
+	fs.Func("server", "embedded server: ddblocal (DynamoDB Local, needs Java 17) or dynalite (needs Node.js 20)", func(s string) error {
+		switch k := dynashardtest.Kind(s); k {
+		case dynashardtest.DynamoDBLocal, dynashardtest.Dynalite:
 			c.Server = k
 			return nil
 		}
-		return fmt.Errorf("want ddblocal or dynalite, got %q", s)
+		return fmt.Errorf("want %s or %s, got %q", dynashardtest.DynamoDBLocal, dynashardtest.Dynalite, s)
 	})
 }
 
@@ -72,7 +85,7 @@ type Backend struct {
 	// Requests.
 	Client *dynamodb.Client
 	// Where describes the backend for logs: "embedded DynamoDB Local at
-	// http://127.0.0.1:port", "http://host:port", "AWS us-east-1".
+	// http://127.0.0.1:port", "http://host:port", "AWS eu-west-1".
 	Where string
 	// Embedded names the server Open started ("DynamoDB Local",
 	// "dynalite"), or is empty if it started none.
@@ -83,71 +96,104 @@ type Backend struct {
 	// Requests counts DynamoDB requests by operation.
 	Requests *Counter
 
-	srv *localddb.Server
+	srv *dynashardtest.Server // the embedded server's handle, or nil
 }
 
 // Open connects to the backend cfg names, starting an embedded server if
-// it names none.
+// it names none. For AWS it checks that the default chain yields a region
+// and credentials, so a missing profile or an expired SSO session is
+// reported here rather than by the first request.
 func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{Requests: &Counter{}}
-	endpoint := cfg.Endpoint
 	switch {
 	case cfg.AWS:
-		if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-			return nil, errors.New("backend: -aws needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment (shared config files and profiles are not read)")
-		}
-		region := os.Getenv("AWS_REGION")
-		if region == "" {
-			region = "us-east-1"
-		}
-		if endpoint == "" {
-			endpoint = "https://dynamodb." + region + ".amazonaws.com"
-		}
-		b.Where, b.Remote = "AWS "+region+" ("+endpoint+")", true
-	case endpoint != "":
-		b.Where = endpoint
-		b.Remote = !strings.Contains(endpoint, "://127.0.0.1") && !strings.Contains(endpoint, "://localhost")
-	default:
-		kind := cfg.Server
-		if kind == "" {
-			kind = localddb.DynamoDBLocal
-		}
-		srv, err := localddb.Start(ctx, kind)
+		c, where, err := awsClient(ctx, cfg.Endpoint, b.Requests)
 		if err != nil {
-			return nil, fmt.Errorf("backend: start embedded %s: %w", kind, err)
+			return nil, err
 		}
-		b.srv, endpoint, b.Embedded = srv, srv.Endpoint, describe(kind)
-		b.Where = fmt.Sprintf("embedded %s at %s", b.Embedded, endpoint)
+		b.Client, b.Where, b.Remote = c, where, true
+	case cfg.Endpoint != "":
+		c, err := EndpointClient(cfg.Endpoint, b.Requests)
+		if err != nil {
+			return nil, err
+		}
+		b.Client, b.Where = c, cfg.Endpoint
+		b.Remote = !strings.Contains(cfg.Endpoint, "://127.0.0.1") && !strings.Contains(cfg.Endpoint, "://localhost")
+	default:
+		srv, err := dynashardtest.NewServer(func(o *dynashardtest.Options) { o.Kind = cfg.Server })
+		if err != nil {
+			return nil, fmt.Errorf("backend: start embedded server: %w", err)
+		}
+		b.srv, b.Embedded = srv, describe(srv.Kind())
+		b.Client = srv.Client(clientOptions(b.Requests))
+		b.Where = fmt.Sprintf("embedded %s at %s", b.Embedded, srv.Endpoint())
 	}
-	b.Client = NewClient(endpoint, b.Requests)
 	return b, nil
 }
 
-func describe(k localddb.Kind) string {
-	if k == localddb.Dynalite {
+// awsClient builds a client from the SDK's default configuration chain.
+func awsClient(ctx context.Context, endpoint string, n *Counter) (*dynamodb.Client, string, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("backend: -aws: load AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, "", errors.New("backend: -aws: no region: set AWS_REGION, or a region in the profile AWS_PROFILE names")
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return nil, "", fmt.Errorf("backend: -aws: no AWS credentials (for SSO, run aws sso login): %w", err)
+	}
+	where := "AWS " + cfg.Region
+	fns := []func(*dynamodb.Options){clientOptions(n)}
+	if endpoint != "" {
+		where += " at " + endpoint
+		fns = append(fns, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	}
+	return dynamodb.NewFromConfig(cfg, fns...), where, nil
+}
+
+// EndpointClient returns the client Open makes for Config.Endpoint,
+// counting its requests in n if n is not nil: region $AWS_REGION (default
+// us-east-1), credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// AWS_SESSION_TOKEN when set, else dummy ones. DynamoDB Local keeps
+// separate tables for each access key and region, so a test that inspects
+// what a program stored through -endpoint reads through this client. It
+// fails for an endpoint that is not an http(s) URL.
+func EndpointClient(endpoint string, n *Counter) (*dynamodb.Client, error) {
+	// The test kit's handle on a running endpoint starts nothing and holds
+	// nothing; it signs as described above.
+	srv, err := dynashardtest.NewServer(func(o *dynashardtest.Options) { o.Endpoint = endpoint })
+	if err != nil {
+		return nil, fmt.Errorf("backend: -endpoint: %w", err)
+	}
+	c := srv.Client(clientOptions(n))
+	if err := srv.Close(); err != nil {
+		return nil, fmt.Errorf("backend: -endpoint: %w", err)
+	}
+	return c, nil
+}
+
+func describe(k dynashardtest.Kind) string {
+	if k == dynashardtest.Dynalite {
 		return "dynalite"
 	}
 	return "DynamoDB Local"
 }
 
-// NewClient returns a client for endpoint with the retry settings the
-// library recommends for fan-out (more attempts, no client-side retry
-// quota, so one throttled scatter cannot starve every other request),
-// counting requests in n if it is not nil.
-func NewClient(endpoint string, n *Counter) *dynamodb.Client {
-	return localddb.NewClient(endpoint, func(o *dynamodb.Options) {
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = 8
-			so.RateLimiter = ratelimit.None
-		})
+// clientOptions is what every client of the examples gets: the retry
+// settings the library recommends for fan-out (retries, but no
+// client-side retry quota, so one throttled scatter cannot starve every
+// other request), and, if n is not nil, a transport that counts requests
+// in n and keeps enough idle connections for a scatter's parallel Queries.
+func clientOptions(n *Counter) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.Retryer = retry.NewStandard(dynashard.RetryForFanOut)
 		if n != nil {
 			tr := http.DefaultTransport.(*http.Transport).Clone()
-			// A scatter read sends one Query per shard at once; keep
-			// those connections for the next one.
 			tr.MaxIdleConnsPerHost = 64
 			o.HTTPClient = &http.Client{Transport: countingTransport{tr, n}}
 		}
-	})
+	}
 }
 
 // Close stops the embedded server, if any. Safe to call more than once.

@@ -1,4 +1,4 @@
-package backend
+package backend_test
 
 import (
 	"context"
@@ -12,27 +12,44 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynashard/dynashard/internal/ddbtest"
-	"github.com/dynashard/dynashard/internal/localddb"
+	"github.com/dynashard/dynashard"
+	"github.com/dynashard/dynashard/dynashardtest"
+	"github.com/dynashard/dynashard/examples/internal/backend"
+	"github.com/dynashard/dynashard/examples/internal/svctest"
+	"github.com/dynashard/dynashard/shard"
 )
 
-func TestMain(m *testing.M) { ddbtest.Main(m) }
+// No TestMain holds servers here: TestEmbedded checks that Close stops the
+// server Open started, which a handle held for the whole binary would keep
+// running. TestEnsureTable starts each selected server once.
+
+// testLayout describes a table with a composite key, as the examples'.
+func testLayout(name string) shard.Layout {
+	return shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(4)}
+}
 
 // TestEmbedded starts and stops a server of its own, as the examples do.
 func TestEmbedded(t *testing.T) {
+	servers, err := svctest.Selected()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := servers[len(servers)-1].Kind // dynalite, the quicker one, unless DYNASHARD_SERVER says otherwise
+	if servers[len(servers)-1].Endpoint != "" {
+		t.Skip("DYNASHARD_SERVER selects an endpoint; this test starts a local server")
+	}
 	ctx := context.Background()
-	b, err := Open(ctx, Config{Server: localddb.Dynalite})
+	b, err := backend.Open(ctx, backend.Config{Server: kind})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Embedded == "" || b.Remote {
 		t.Errorf("Open: Embedded %q, Remote %v; want an embedded local server", b.Embedded, b.Remote)
 	}
-	in, err := ddbtest.TableInput("pk:S")
+	in, err := testLayout(dynashardtest.TableName("embedded")).CreateTableInput()
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.TableName = aws.String("embedded")
 	if err := b.EnsureTable(ctx, in); err != nil {
 		t.Fatal(err)
 	}
@@ -50,20 +67,40 @@ func TestEmbedded(t *testing.T) {
 	}
 }
 
+func TestOpenInvalid(t *testing.T) {
+	for name, cfg := range map[string]backend.Config{
+		"endpoint not a URL": {Endpoint: "127.0.0.1:8000"},
+		"unknown server":     {Server: "cassandra"},
+	} {
+		b, err := backend.Open(context.Background(), cfg)
+		if err == nil {
+			if err := b.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+		if !errors.Is(err, dynashard.ErrInvalid) {
+			t.Errorf("%s: Open(%+v): got %v, want an error matching dynashard.ErrInvalid", name, cfg, err)
+		}
+	}
+}
+
 func TestEnsureTable(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	svctest.Each(t, func(t *testing.T, srv *dynashardtest.Server) {
 		ctx := context.Background()
-		b, err := Open(ctx, Config{Endpoint: s.Endpoint})
+		b, err := backend.Open(ctx, backend.Config{Endpoint: srv.Endpoint()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer b.Close()
-		in, err := ddbtest.TableInput("pk:S", "sk:S")
+		defer func() {
+			if err := b.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		name := dynashardtest.TableName("ensure")
+		in, err := testLayout(name).CreateTableInput()
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := ddbtest.TableName()
-		in.TableName = aws.String(name)
 
 		// Several processes starting at once all find the table ready.
 		const starters = 4
@@ -80,7 +117,7 @@ func TestEnsureTable(t *testing.T) {
 		if err := b.EnsureTable(ctx, in); err != nil {
 			t.Fatal(err)
 		}
-		if got := b.Requests.Snapshot().Sub(before); fmt.Sprint(got) != fmt.Sprint(Counts{"DescribeTable": 1}) {
+		if got := b.Requests.Snapshot().Sub(before); fmt.Sprint(got) != fmt.Sprint(backend.Counts{"DescribeTable": 1}) {
 			t.Errorf("EnsureTable of an existing table sent %v, want DescribeTable 1", got)
 		}
 		out, err := b.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
@@ -106,13 +143,13 @@ func TestEnsureTable(t *testing.T) {
 }
 
 func TestCounts(t *testing.T) {
-	a := Counts{"Query": 5, "PutItem": 2}
-	b := Counts{"Query": 21, "PutItem": 2, "GetItem": 1}
+	a := backend.Counts{"Query": 5, "PutItem": 2}
+	b := backend.Counts{"Query": 21, "PutItem": 2, "GetItem": 1}
 	got := b.Sub(a)
 	if fmt.Sprint(got) != "GetItem 1, Query 16" || got.Total() != 17 {
 		t.Errorf("Sub: got %v (total %d), want GetItem 1, Query 16 (17)", got, got.Total())
 	}
-	if s := (Counts{}).String(); s != "none" {
+	if s := (backend.Counts{}).String(); s != "none" {
 		t.Errorf("empty Counts: got %q, want none", s)
 	}
 }

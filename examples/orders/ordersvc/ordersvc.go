@@ -1,14 +1,20 @@
 // Package ordersvc is the orders example's HTTP JSON service, kept apart
 // from its main package so the demo can run it in-process.
 //
-// Orders are stored through a repo.Repo: the logical partition key (the
-// base) is the order's day, "2026-11-22", spread over N physical keys
-// "2026-11-22.1" … "2026-11-22.N" by shard.Hash on the order id, so a busy
-// day's writes reach N partitions instead of throttling one. The id starts
-// with the day ("20261122-153012482917-9f3ac2e1"), so GET /orders/{id}
-// computes base and suffix from the id and reads the order with one
-// GetItem; listing a day queries its N keys in parallel and merges them
-// in id (that is, time) order.
+// The table is described once, by the shard.Layout that Layout returns,
+// and everything is built from it: the CreateTable request
+// (Layout.CreateTableInput) and the repo.Repo that stores the orders. The
+// logical partition key (the base) is the order's day, "2026-11-22",
+// spread over N physical keys "2026-11-22.1" … "2026-11-22.N" by
+// shard.Hash on the order id, so a busy day's writes reach N partitions
+// instead of throttling one. The id starts with the day
+// ("20261122-153012482917-9f3ac2e1"), so GET /orders/{id} computes base
+// and suffix from the id and reads the order with one GetItem; listing a
+// day queries its N keys in parallel and merges them in id (that is, time)
+// order. The first write of a day records the layout in the table, and
+// every later read or write of the day checks it, so a service started
+// with another N fails with shard.ErrLayoutMismatch instead of missing
+// orders.
 package ordersvc
 
 import (
@@ -23,14 +29,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/examples/internal/httpjson"
 	"github.com/dynashard/dynashard/examples/internal/sortid"
 	"github.com/dynashard/dynashard/repo"
+	"github.com/dynashard/dynashard/scatter"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -89,6 +93,7 @@ const (
 	MaxSKU        = 64  // bytes
 	DefaultLimit  = 50  // orders per page
 	MaxLimit      = 500
+	DefaultShards = 16 // physical keys per day
 )
 
 const (
@@ -101,28 +106,19 @@ const (
 	futureTolerance = 24 * time.Hour
 )
 
-// TableInput describes the orders table: partition key pk (physical keys
-// "2026-11-22.7"), sort key id.
-func TableInput(name string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName: aws.String(name),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(attrPartition), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(attrID), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(attrPartition), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(attrID), KeyType: types.KeyTypeRange},
-		},
-		BillingMode: types.BillingModePayPerRequest,
+// Layout describes the orders table named table: partition key pk
+// holding physical keys "2026-11-22.7", a day's orders spread over shards
+// keys (0: DefaultShards) by shard.Hash on the order id, and sort key id.
+// Create the table with its CreateTableInput, and pass it to New.
+func Layout(table string, shards int) shard.Layout {
+	if shards == 0 {
+		shards = DefaultShards
 	}
+	return shard.Layout{Table: table, PartitionKey: attrPartition, SortKey: attrID, Strategy: shard.Hash(shards)}
 }
 
-// Config configures the service. Table and CursorKey are required.
+// Config configures the service. CursorKey is required.
 type Config struct {
-	Table string
-	// Shards is N, the physical keys per day. Default 16.
-	Shards int
 	// CursorKey signs list cursors (HMAC-SHA256), so clients cannot forge
 	// or alter them. Instances behind one load balancer must share it.
 	CursorKey []byte
@@ -141,14 +137,10 @@ type Service struct {
 	cfg    Config
 }
 
-// New returns the service over cfg.Table, which must exist (TableInput).
-func New(c repo.Client, cfg Config) (*Service, error) {
-	if cfg.Shards == 0 {
-		cfg.Shards = 16
-	}
-	if err := shard.CheckN(cfg.Shards); err != nil {
-		return nil, fmt.Errorf("ordersvc: %w", err)
-	}
+// New returns the service over the table layout describes (see Layout),
+// which must exist. It fails for a layout or a cursor key the repository
+// refuses (errors matching repo.ErrInvalid) and without a cursor key.
+func New(c repo.Client, layout shard.Layout, cfg Config) (*Service, error) {
 	if len(cfg.CursorKey) == 0 {
 		return nil, errors.New("ordersvc: no cursor key")
 	}
@@ -158,8 +150,7 @@ func New(c repo.Client, cfg Config) (*Service, error) {
 	if cfg.Log == nil {
 		cfg.Log = log.Default()
 	}
-	r, err := repo.New[Order](c, cfg.Table, attrPartition, attrID, func(o *repo.Options) {
-		o.Strategy = shard.Hash(cfg.Shards)
+	r, err := repo.New[Order](c, layout, func(o *repo.Options) {
 		o.Version = attrVersion
 		o.CursorKey = cfg.CursorKey
 		o.CacheEntries = cfg.CacheEntries
@@ -171,6 +162,9 @@ func New(c repo.Client, cfg Config) (*Service, error) {
 	}
 	return &Service{orders: r, cfg: cfg}, nil
 }
+
+// Layout returns the layout of the service's table.
+func (s *Service) Layout() shard.Layout { return s.orders.Layout() }
 
 // CacheStats reports the GET /orders/{id} cache's counters.
 func (s *Service) CacheStats() repo.CacheStats { return s.orders.CacheStats() }
@@ -326,15 +320,15 @@ func (s *Service) list(r *http.Request) (int, any, error) {
 		}
 		limit = n
 	}
-	orders, next, err := s.orders.List(r.Context(), day, limit, q.Get("cursor"))
-	if errors.Is(err, repo.ErrBadCursor) {
+	orders, next, err := s.orders.List(r.Context(), day, limit, scatter.Cursor(q.Get("cursor")))
+	if errors.Is(err, repo.ErrInvalidCursor) {
 		// Altered, forged, or issued for another day.
 		return 0, nil, httpjson.BadRequest("cursor", "not a cursor this service issued for %s", day)
 	}
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, Page{Day: day, Orders: orders, Next: next}, nil
+	return http.StatusOK, Page{Day: day, Orders: orders, Next: string(next)}, nil
 }
 
 func (s *Service) count(r *http.Request) (int, any, error) {

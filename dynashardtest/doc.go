@@ -1,0 +1,82 @@
+// Package dynashardtest starts DynamoDB-compatible servers for tests and
+// examples, as net/http/httptest starts HTTP servers: a test asks for a
+// server, talks to it through the AWS SDK, and the server goes away when
+// the test is done. It is for tests and examples only, never production:
+// the servers keep their data in memory, accept any credentials, and
+// differ from DynamoDB in the ways listed at [DynamoDBLocal] and
+// [Dynalite].
+//
+// # What it starts
+//
+// [NewServer] (or [Start], its testing form) starts one of two servers on a
+// free loopback port:
+//
+//   - [DynamoDBLocal], the default: AWS's DynamoDB Local 1.25.1, run by
+//     java (17 or later), with up to 4 GB of heap.
+//   - [Dynalite]: dynalite 4.0.0, run by node (20 or later).
+//
+// The first start on a machine installs the server with npm from the npm
+// registry, pinned and checked against an integrity hash, into
+// $DYNASHARD_CACHE, or dynashard/ in the user's cache directory
+// (~/.cache/dynashard on Linux). Later starts download nothing.
+//
+// # What it costs
+//
+// The first run downloads about 57 MB for DynamoDB Local (65 MB unpacked)
+// and about 10 MB for dynalite, once. A start then takes about 1.7 s for
+// DynamoDB Local, most of it the JVM, and about 0.1 s for dynalite (2 shared
+// cores, Linux); stopping takes about 0.3 s and 10 ms. A missing java or
+// node is reported by NewServer with what to install, before any download.
+//
+// Because a JVM is expensive, a process runs at most one server of each
+// Kind. NewServer returns a handle: the first handle of a Kind starts the
+// server, later ones share it, and closing the last one stops it. The
+// handles share everything on the server, tables included, so give every
+// table a name from [TableName]. Tests that each call Start one after
+// another start a server each; to start one per package, hold a handle in
+// TestMain:
+//
+//	func TestMain(m *testing.M) {
+//		srv, err := dynashardtest.NewServer()
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		code := m.Run() // every Start in the tests shares srv's server
+//		srv.Close()
+//		os.Exit(code)
+//	}
+//
+// # Selecting the server
+//
+// Options.Kind picks the server:
+//
+//	srv := dynashardtest.Start(t, func(o *dynashardtest.Options) { o.Kind = dynashardtest.Dynalite })
+//
+// Options.Endpoint starts nothing and uses a server that already runs,
+// DynamoDB-compatible or real DynamoDB; a test suite that wants to run
+// against either can read the choice from its own environment variable.
+// [Server.Client] signs requests to a started server as region us-east-1
+// with fixed dummy credentials. DynamoDB Local keeps separate tables for
+// each access key ID and region, so a client built by hand must use the
+// same two (the easy way is Client itself); for an Endpoint, the region and
+// credentials come from the usual AWS_* environment variables when set.
+//
+// # Failure modes
+//
+// NewServer fails, starting nothing, for an unknown Kind or a malformed
+// Endpoint (errors matching dynashard.ErrInvalid), when java or node is
+// missing, when the download or its integrity check fails, and when the
+// server does not answer within 90 s. A failed start is not remembered:
+// the next NewServer tries again.
+//
+// A server never outlives its test binary on Linux, even one killed by
+// SIGKILL or a test timeout: the kernel kills the server when the thread
+// that started it ends (Pdeathsig), and that thread is reserved for the
+// purpose, so it ends only with the process or after the last Close.
+// Elsewhere Close stops the server, and dynalite also exits when the test
+// binary does; a DynamoDB Local whose test binary was killed keeps running
+// there until killed by hand.
+//
+// A server that crashes is not restarted: handles on it fail until the last
+// one is closed.
+package dynashardtest

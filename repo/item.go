@@ -1,0 +1,252 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/shard"
+)
+
+// Create stores v under base only if no item has its id yet; otherwise it
+// fails with ErrConflict. With optimistic locking it is Put of a value
+// whose version is 0. No field of Options applies per call.
+func (r *Repo[T]) Create(ctx context.Context, base string, v T, optFns ...func(*Options)) (T, error) {
+	return r.put(ctx, base, v, true, optFns)
+}
+
+// Put stores v under base and returns it as stored: with optimistic
+// locking, its version attribute is the new version. The id is v's
+// sort-key attribute. Before writing it checks the Layout against the
+// base's record, writing the record for a base never written
+// (shard.Layout.Record); a mismatch is a *shard.LayoutError. No field of
+// Options applies per call.
+func (r *Repo[T]) Put(ctx context.Context, base string, v T, optFns ...func(*Options)) (T, error) {
+	return r.put(ctx, base, v, false, optFns)
+}
+
+func (r *Repo[T]) put(ctx context.Context, base string, v T, create bool, optFns []func(*Options)) (T, error) {
+	if _, err := r.call(ctx, optFns); err != nil {
+		return v, err
+	}
+	av, err := attributevalue.MarshalMapWithOptions(v, r.encoder())
+	if err != nil {
+		return v, r.invalid("marshal %T: %w", v, err)
+	}
+	sk, pk := r.layout.SortKey, r.layout.PartitionKey
+	id, _ := av[sk].(*types.AttributeValueMemberS)
+	if id == nil {
+		return v, r.invalid("%T has no string attribute %q (the id)", v, sk)
+	}
+	var cond expression.ConditionBuilder
+	if create {
+		cond = expression.AttributeNotExists(expression.Name(pk))
+	}
+	if r.opts.Version != "" {
+		if cond, err = r.advance(av, id.Value, create); err != nil {
+			return v, err
+		}
+		if v, err = r.decode(av); err != nil {
+			return v, err
+		}
+	}
+	if r.cache != nil {
+		defer r.cache.invalidate(r.cacheKey(base, id.Value))
+	}
+	if r.opts.Large != nil {
+		return v, r.putLarge(ctx, base, id.Value, av, cond)
+	}
+	return v, r.table.Put(ctx, base, v, func(o *shard.Options) { o.Condition = cond })
+}
+
+// advance sets av's version to the next one and returns the condition
+// that the stored version is av's current one.
+func (r *Repo[T]) advance(av map[string]types.AttributeValue, id string, create bool) (expression.ConditionBuilder, error) {
+	var cond expression.ConditionBuilder
+	name := r.opts.Version
+	cur, err := versionOf(av, name)
+	switch {
+	case err != nil:
+		return cond, r.invalid("id %q: %v", id, err)
+	case cur == math.MaxInt64:
+		return cond, r.invalid("id %q: version attribute %q = %d cannot be advanced", id, name, cur)
+	case cur == 0:
+		cond = expression.AttributeNotExists(expression.Name(r.layout.PartitionKey))
+	case create:
+		return cond, r.invalid("id %q: Create of a value with version %d, want 0", id, cur)
+	default:
+		cond = expression.Name(name).Equal(expression.Value(cur))
+	}
+	av[name] = &types.AttributeValueMemberN{Value: strconv.FormatInt(cur+1, 10)}
+	return cond, nil
+}
+
+func versionOf(av map[string]types.AttributeValue, name string) (int64, error) {
+	switch n := av[name].(type) {
+	case nil, *types.AttributeValueMemberNULL:
+		return 0, nil
+	case *types.AttributeValueMemberN:
+		v, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("version attribute %q = %q, want a whole number >= 0", name, n.Value)
+		}
+		return v, nil
+	default:
+		return 0, fmt.Errorf("version attribute %q is %T, want a number", name, n)
+	}
+}
+
+// Get returns the item with id under base: after the layout check
+// (shard.Layout.Verify), one GetItem on the computed physical key (plus
+// the chunk reads of a large attribute), or a cache hit. It returns an
+// error matching ErrNotFound if there is none. The value is the caller's
+// own, also on a cache hit: changing it changes nothing stored. Per call,
+// ConsistentRead applies to a Repo without a cache (a cache is always
+// filled by strongly consistent reads).
+func (r *Repo[T]) Get(ctx context.Context, base, id string, optFns ...func(*Options)) (T, error) {
+	var zero T
+	o, err := r.call(ctx, optFns)
+	if err != nil {
+		return zero, err
+	}
+	pk, err := r.table.Key(base, id)
+	if err != nil {
+		return zero, err
+	}
+	if r.cache == nil {
+		av, err := r.read(ctx, base, pk, id, o.ConsistentRead)
+		if err != nil {
+			return zero, err
+		}
+		return r.decode(av)
+	}
+	av, err := r.cache.get(ctx, r.cacheKey(base, id), func(ctx context.Context) (map[string]types.AttributeValue, int64, error) {
+		// Only a strongly consistent read may fill the cache: an eventually
+		// consistent one just after a write through this Repo may return
+		// the previous value, which would then be served for the TTL.
+		av, err := r.read(ctx, base, pk, id, true)
+		if err != nil {
+			return nil, 0, err
+		}
+		// Weigh the entry by its stored size, the closest cheap measure of
+		// the memory it holds.
+		size, err := ddbsize.ItemSize(av)
+		return av, int64(size), err
+	})
+	if err != nil {
+		return zero, err
+	}
+	// The stored item is shared by every Get: decode a copy, so that
+	// neither T's unmarshaller nor the caller can reach it.
+	return r.decode(cloneItem(av))
+}
+
+// read checks the layout against base's record, then returns the stored
+// item with id under physical key pk, with its large attribute (if any) in
+// place.
+func (r *Repo[T]) read(ctx context.Context, base, pk, id string, consistent bool) (map[string]types.AttributeValue, error) {
+	if err := r.layout.Verify(ctx, r.c, base); err != nil {
+		return nil, err
+	}
+	table := r.layout.Table
+	key := map[string]types.AttributeValue{
+		r.layout.PartitionKey: &types.AttributeValueMemberS{Value: pk},
+		r.layout.SortKey:      &types.AttributeValueMemberS{Value: id},
+	}
+	out, err := r.c.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(consistent),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("repo: GetItem table %s key %q id %q: %w", table, pk, id, err)
+	}
+	if out.Item == nil {
+		return nil, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, table, pk, id)
+	}
+	if r.opts.Large == nil {
+		return out.Item, nil
+	}
+	return r.readLarge(ctx, pk, id, out.Item, consistent)
+}
+
+// Delete removes the item with id under base, after the layout check
+// (shard.Layout.Verify). Deleting an absent item is not an error, as
+// everywhere in dynashard. No field of Options applies per call.
+func (r *Repo[T]) Delete(ctx context.Context, base, id string, optFns ...func(*Options)) error {
+	if _, err := r.call(ctx, optFns); err != nil {
+		return err
+	}
+	if r.cache != nil {
+		defer r.cache.invalidate(r.cacheKey(base, id))
+	}
+	if r.opts.Large != nil {
+		return r.deleteLarge(ctx, base, id)
+	}
+	return r.table.Delete(ctx, base, id)
+}
+
+// cloneItem returns a deep copy of item: no slice, map or pointer of the
+// copy is shared with item.
+func cloneItem(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	if item == nil {
+		return nil
+	}
+	out := make(map[string]types.AttributeValue, len(item))
+	for k, v := range item {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v types.AttributeValue) types.AttributeValue {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		c := *v
+		return &c
+	case *types.AttributeValueMemberN:
+		c := *v
+		return &c
+	case *types.AttributeValueMemberBOOL:
+		c := *v
+		return &c
+	case *types.AttributeValueMemberNULL:
+		c := *v
+		return &c
+	case *types.AttributeValueMemberB:
+		return &types.AttributeValueMemberB{Value: bytes.Clone(v.Value)}
+	case *types.AttributeValueMemberSS:
+		return &types.AttributeValueMemberSS{Value: slices.Clone(v.Value)}
+	case *types.AttributeValueMemberNS:
+		return &types.AttributeValueMemberNS{Value: slices.Clone(v.Value)}
+	case *types.AttributeValueMemberBS:
+		var bs [][]byte
+		if v.Value != nil {
+			bs = make([][]byte, len(v.Value))
+			for i, b := range v.Value {
+				bs[i] = bytes.Clone(b)
+			}
+		}
+		return &types.AttributeValueMemberBS{Value: bs}
+	case *types.AttributeValueMemberL:
+		var l []types.AttributeValue
+		if v.Value != nil {
+			l = make([]types.AttributeValue, len(v.Value))
+			for i, e := range v.Value {
+				l[i] = cloneValue(e)
+			}
+		}
+		return &types.AttributeValueMemberL{Value: l}
+	case *types.AttributeValueMemberM:
+		return &types.AttributeValueMemberM{Value: cloneItem(v.Value)}
+	}
+	return v // nil, or a member type this SDK version does not know
+}

@@ -1,0 +1,126 @@
+package repo
+
+import (
+	"context"
+	"iter"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/dynashard/dynashard/scatter"
+)
+
+// List returns up to limit items of base in id order, starting after the
+// position after (the empty Cursor: from the beginning), and the cursor of
+// the next page (the empty Cursor when there is none). Cursors are bound
+// to this table and base; a cursor made for anything else, or altered, is
+// rejected with ErrInvalidCursor before any request. The layout is checked
+// against base's record before the first Query. Large values of the page's
+// items are read in parallel; items are decoded on the caller's goroutine.
+// Per call, ConsistentRead, SkipLarge and MaxConcurrency apply.
+func (r *Repo[T]) List(ctx context.Context, base string, limit int, after scatter.Cursor, optFns ...func(*Options)) ([]T, scatter.Cursor, error) {
+	o, err := r.call(ctx, optFns)
+	if err != nil {
+		return nil, "", err
+	}
+	items, next, err := r.sc.Page(ctx, base, limit, after, o.scatter)
+	if err != nil {
+		return nil, "", err
+	}
+	stored := make([]map[string]types.AttributeValue, len(items))
+	for i, it := range items {
+		stored[i] = it.Attrs
+	}
+	if r.opts.Large != nil && !o.SkipLarge {
+		if err := r.resolveAll(ctx, base, stored, o); err != nil {
+			return nil, "", err
+		}
+	}
+	out := make([]T, len(stored))
+	for i, av := range stored {
+		if out[i], err = r.decode(av); err != nil {
+			return nil, "", err
+		}
+	}
+	return out, next, nil
+}
+
+// resolveAll reads the large values of listed items in parallel, at most
+// o.MaxConcurrency at once (default 8), replacing each item with its
+// completed form. A panic on one of its goroutines (in a Client or a
+// Strategy) is raised again on the caller's.
+func (r *Repo[T]) resolveAll(ctx context.Context, base string, items []map[string]types.AttributeValue, o Options) error {
+	var panicked atomic.Pointer[panicError]
+	g, gctx := errgroup.WithContext(ctx)
+	limit := o.MaxConcurrency
+	if limit <= 0 {
+		limit = defaultResolve
+	}
+	g.SetLimit(limit)
+	for i, it := range items {
+		g.Go(func() error {
+			err := catch(func() (err error) {
+				items[i], err = r.resolveLarge(gctx, base, it, o.ConsistentRead)
+				return err
+			})
+			if p, ok := err.(*panicError); ok {
+				panicked.CompareAndSwap(nil, p)
+			}
+			return err
+		})
+	}
+	err := g.Wait()
+	if p := panicked.Load(); p != nil {
+		panic(p)
+	}
+	return err
+}
+
+// All yields every item of base in id order. Nothing is sent before the
+// first iteration; then the layout is checked against base's record, and
+// breaking out of the loop stops the reads. An error is the last pair
+// yielded. Per call, ConsistentRead, SkipLarge and MaxConcurrency apply.
+func (r *Repo[T]) All(ctx context.Context, base string, optFns ...func(*Options)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		o, err := r.call(ctx, optFns)
+		if err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		for it, err := range r.sc.All(ctx, base, o.scatter) {
+			var v T
+			if err == nil {
+				v, err = r.fromStored(ctx, base, it.Attrs, o)
+			}
+			if !yield(v, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// fromStored turns a listed item into T, reading its large attribute's
+// chunks if it has any and o does not skip them.
+func (r *Repo[T]) fromStored(ctx context.Context, base string, av map[string]types.AttributeValue, o Options) (T, error) {
+	if r.opts.Large != nil && !o.SkipLarge {
+		var err error
+		if av, err = r.resolveLarge(ctx, base, av, o.ConsistentRead); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
+	return r.decode(av)
+}
+
+// Count returns the number of items under base, counted by DynamoDB
+// without transferring them, after the layout check. Per call,
+// ConsistentRead and MaxConcurrency apply.
+func (r *Repo[T]) Count(ctx context.Context, base string, optFns ...func(*Options)) (int64, error) {
+	o, err := r.call(ctx, optFns)
+	if err != nil {
+		return 0, err
+	}
+	return r.sc.Count(ctx, base, o.scatter)
+}

@@ -1,0 +1,23 @@
+package scatter
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/shard"
+)
+
+// ForgeCursor returns the unsigned cursor a client could forge for a read
+// of base under l with the options optFns set: its position is the item of
+// shard suffix whose key attributes (those of a resume key besides the
+// partition key, in name order) are key.
+func ForgeCursor(l shard.Layout, base string, suffix int, key []types.AttributeValue, optFns ...func(*Options)) (Cursor, error) {
+	if err := l.Validate(); err != nil {
+		return "", err
+	}
+	p, err := newPlan(l, base, Options{}.apply(optFns))
+	if err != nil {
+		return "", err
+	}
+	ord, _ := ordinal(p.suffixes, uint64(suffix))
+	return encodeCursor(p, resume{def: &position{ord: ord, key: key}}, nil)
+}
