@@ -34,7 +34,7 @@ vet:
 bench: servers
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# bench-report reruns the measurements of the README (about 3 minutes) and
+# bench-report reruns the measurements of the README (about 4 minutes) and
 # rewrites docs/bench; BENCHFLAGS adds flags, e.g. BENCHFLAGS='-note "..."'.
 bench-report: servers
 	cd bench && $(GO) run . -out ../docs/bench $(BENCHFLAGS)

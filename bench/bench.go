@@ -202,7 +202,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dynashard-bench [-quick] [-server ddblocal|dynalite | -endpoint URL] [-scenarios 1,2,...] [-out DIR] [flags]")
 		fmt.Fprintln(stderr, "Runs each scenario beside its naive baseline against a local server behind a proxy")
-		fmt.Fprintln(stderr, "that models DynamoDB's per-partition-key limits, and prints a Markdown report.")
+		fmt.Fprintln(stderr, "that models DynamoDB's per-partition-key limits (scenario 7: its partitions), and prints a Markdown report.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -20,7 +20,6 @@ import (
 type partResult struct {
 	n       int
 	sharded bool
-	workers int
 	keys    []int   // the step's physical keys on each partition
 	reached int     // partitions holding at least one of them
 	rate    float64 // items/s the model admitted (1 WCU each)
@@ -126,7 +125,8 @@ func (b *bencher) partitionWrites(ctx context.Context) (*section, error) {
 			fmt.Sprint(r.failed)}, r.cpu.cells()...)...)
 	}
 	sec.notes = append(sec.notes, partVerdict(results, m.layout.Len()))
-	sec.plot = &plotSpec{file: "writes_partitions", alt: "write throughput vs N on a 4-partition table against the table's WCU",
+	alt := fmt.Sprintf("write throughput vs N on a %d-partition table against the table's WCU", m.layout.Len())
+	sec.plot = &plotSpec{file: "writes_partitions", alt: alt,
 		draw: func() (*plot.Plot, error) { return partPlot(results, m.limit) }}
 	return sec, nil
 }
@@ -178,8 +178,9 @@ func (b *bencher) partIntro(m partModel) []string {
 			"reached*: what the partitions holding a key admit when each is saturated, as here, where writers that meet "+
 			"throttling shed the fuller partitions' excess. *bound: even stream*: the fastest stream of writes spread evenly "+
 			"over the keys, as shard.Hash(N) spreads ids, that no partition throttles (a partition holding k of the N keys "+
-			"takes k/N of it): what an application writing at a steady rate gets. Per-partition figures are the proxy's Stats.Tables over the measured window, in layout order; "+
-			"throttled attempts include the SDK's retries (%d attempts per call); failed calls are Puts still throttled after them.",
+			"takes k/N of it): what an application writing at a steady rate gets. Per-partition figures are the "+
+			"proxy's Stats.Tables over the measured window, in layout order; throttled attempts include the SDK's "+
+			"retries (%d attempts per call); failed calls are Puts still throttled after them.",
 			c.partWriters, c.warmup, c.duration, c.attempts),
 	}
 }
@@ -197,7 +198,7 @@ func (b *bencher) partStep(ctx context.Context, m partModel, endpoint, table str
 	}
 	defer p.Close()
 	base := fmt.Sprintf("pday%d", step)
-	r := partResult{n: n, sharded: sharded, workers: c.partWriters, limit: m.limit}
+	r := partResult{n: n, sharded: sharded, limit: m.limit}
 	if r.keys, err = m.place(base, n, sharded); err != nil {
 		return r, err
 	}
@@ -268,7 +269,30 @@ func partVerdict(rs []partResult, partitions int) string {
 	if len(missed) > 0 {
 		fmt.Fprintf(&b, "It was missed at %s. ", strings.Join(missed, ", "))
 	}
+	if over := overShare(rs, partitions); len(over) > 0 {
+		fmt.Fprintf(&b, "A partition above its share (%s) spent burst credit: while it was under its share it saved "+
+			"up to a burst window of it, and the measured window began with some of that unspent. ", strings.Join(over, ", "))
+	}
 	return strings.TrimSpace(b.String())
+}
+
+// overShare lists the steps with a partition more than 2 % above its
+// share of the limit: "N = 8, partition 0: 115 items/s".
+func overShare(rs []partResult, partitions int) []string {
+	var out []string
+	for _, r := range rs {
+		share := r.limit / float64(partitions)
+		for i, v := range r.perPart {
+			if v > 1.02*share {
+				label := keysLabel(r.sharded)
+				if r.sharded {
+					label = fmt.Sprintf("N = %d", r.n)
+				}
+				out = append(out, fmt.Sprintf("%s, partition %d: %s items/s", label, i, fig(v)))
+			}
+		}
+	}
+	return out
 }
 
 // cpuNote says whether the machine's CPU was saturated during a step.

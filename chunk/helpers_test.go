@@ -11,13 +11,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 	"go.uber.org/goleak"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
 )
@@ -77,7 +77,7 @@ func newStore(t testing.TB, c Client, parents, chunks string, optFns ...func(*Op
 func robustClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return localddb.NewClient(endpoint, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		o.Retryer = retry.AddWithMaxAttempts(retry.NewStandard(func(so *retry.StandardOptions) {
-			so.RateLimiter = ratelimit.None
+			dynashard.RetryForFanOut(so)
 			so.MaxBackoff = 200 * time.Millisecond
 		}), 10)
 	}}, optFns...)...)

@@ -6,7 +6,11 @@
 // so lowering throughput thins every partition. [NewLayout],
 // [Layout.Provision] and [Layout.Split] model that; [Recommend] picks the
 // shard count for one hot logical key (package shard) and states what
-// reading it back costs. It is the one implementation of that arithmetic:
+// reading it back costs, and [RecommendFor] does so against a given
+// table's smallest partition share instead of DynamoDB's 1,000 WCU;
+// [PlanBulkLoad] answers the guide's bulk-load question (the throughput a
+// load needs, the partitions it leaves behind, the per-partition share
+// after throughput is lowered again, and a slower load that leaves fewer). It is the one implementation of that arithmetic:
 // the planner (dynashard plan), the fault proxy's partition model and the
 // documentation all use it.
 //

@@ -16,12 +16,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/keyorder"
 	"github.com/dynashard/dynashard/internal/localddb"
@@ -47,9 +47,9 @@ func testClient(endpoint string, optFns ...func(*dynamodb.Options)) (*dynamodb.C
 func fastRetries(attempts int) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			dynashard.RetryForFanOut(so)
 			so.MaxAttempts = attempts
 			so.MaxBackoff = 20 * time.Millisecond
-			so.RateLimiter = ratelimit.None
 		})
 	}
 }

@@ -85,10 +85,7 @@
 // truncated bodies) are still retried by the SDK:
 //
 //	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-//		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-//			so.RateLimiter = ratelimit.None // github.com/aws/aws-sdk-go-v2/aws/ratelimit
-//			so.MaxAttempts = 3
-//		})
+//		o.Retryer = retry.NewStandard(dynashard.RetryForFanOut) // 5 attempts, no quota
 //	})
 //
 // Stats reports requests, HTTP attempts (the SDK's retries included),

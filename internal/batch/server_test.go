@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -28,6 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/faultproxy"
@@ -128,7 +128,7 @@ func newClient(endpoint string, attempts int) (*dynamodb.Client, *http.Transport
 	c := localddb.NewClient(endpoint, func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: tr}
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.RateLimiter = ratelimit.None
+			dynashard.RetryForFanOut(so)
 			so.MaxAttempts = attempts
 		})
 	}, rec.option)

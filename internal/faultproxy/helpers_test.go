@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
@@ -106,8 +106,8 @@ func (c crcChecker) Do(req *http.Request) (*http.Response, error) {
 func (f *fixture) retrying() *dynamodb.Client {
 	return localddb.NewClient(f.p.URL(), f.checkCRC, func(o *dynamodb.Options) {
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			dynashard.RetryForFanOut(so)
 			so.MaxAttempts = 10
-			so.RateLimiter = ratelimit.None
 			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) {
 				return time.Millisecond, nil
 			})

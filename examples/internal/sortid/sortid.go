@@ -15,8 +15,8 @@ import (
 // Len is the length of every id.
 const Len = len("20261122-153012482917-9f3ac2e1")
 
-// ErrBadID is matched by every error about a malformed id.
-var ErrBadID = errors.New("sortid: malformed id")
+// ErrInvalidID is matched by every error about a malformed id.
+var ErrInvalidID = errors.New("sortid: malformed id")
 
 // New returns an id for an event at t: its UTC day, time of day to the
 // microsecond and 32 random bits, "20261122-153012482917-9f3ac2e1". Ids
@@ -30,10 +30,10 @@ func New(t time.Time) string {
 }
 
 // Day returns the day an id was made, "2026-11-22", or an error matching
-// ErrBadID naming the id.
+// ErrInvalidID naming the id.
 func Day(id string) (string, error) {
 	if len(id) != Len || id[8] != '-' || id[21] != '-' {
-		return "", fmt.Errorf("%w: %q: want YYYYMMDD-HHMMSSuuuuuu-xxxxxxxx", ErrBadID, id)
+		return "", fmt.Errorf("%w: %q: want YYYYMMDD-HHMMSSuuuuuu-xxxxxxxx", ErrInvalidID, id)
 	}
 	for i, c := range []byte(id) {
 		switch {
@@ -41,15 +41,15 @@ func Day(id string) (string, error) {
 		case i < 21 && c >= '0' && c <= '9':
 		case i > 21 && (c >= '0' && c <= '9' || c >= 'a' && c <= 'f'):
 		default:
-			return "", fmt.Errorf("%w: %q: unexpected %q at %d", ErrBadID, id, c, i)
+			return "", fmt.Errorf("%w: %q: unexpected %q at %d", ErrInvalidID, id, c, i)
 		}
 	}
 	d, err := time.Parse("20060102", id[:8])
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: no such day", ErrBadID, id)
+		return "", fmt.Errorf("%w: %q: no such day", ErrInvalidID, id)
 	}
 	if _, err := time.Parse("150405", id[9:15]); err != nil {
-		return "", fmt.Errorf("%w: %q: no such time", ErrBadID, id)
+		return "", fmt.Errorf("%w: %q: no such time", ErrInvalidID, id)
 	}
 	return d.Format(DayLayout), nil
 }

@@ -51,8 +51,8 @@ func TestDayRejects(t *testing.T) {
 		"20261122-253012482917-9f3ac2e1", // hour 25
 		"20261122-15301248291x-9f3ac2e1",
 	} {
-		if _, err := Day(id); !errors.Is(err, ErrBadID) {
-			t.Errorf("Day(%q) error = %v, want ErrBadID", id, err)
+		if _, err := Day(id); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("Day(%q) error = %v, want ErrInvalidID", id, err)
 		}
 	}
 }
@@ -65,8 +65,8 @@ func FuzzDay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id string) {
 		day, err := Day(id)
 		if err != nil {
-			if !errors.Is(err, ErrBadID) {
-				t.Fatalf("Day(%q) error %v does not match ErrBadID", id, err)
+			if !errors.Is(err, ErrInvalidID) {
+				t.Fatalf("Day(%q) error %v does not match ErrInvalidID", id, err)
 			}
 			return
 		}
