@@ -25,8 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard"
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/backoff"
-	"github.com/dynashard/dynashard/internal/faultproxy"
 	"github.com/dynashard/dynashard/internal/localddb"
 	"github.com/dynashard/dynashard/shard"
 )
@@ -118,7 +118,7 @@ var scenarioNames = map[int]string{
 }
 
 // runBench is the whole command: it starts a server (or uses -endpoint),
-// puts internal/faultproxy in front of it with DynamoDB's per-key limits
+// puts dynashardtest/faultproxy in front of it with DynamoDB's per-key limits
 // scaled down, runs each selected scenario beside its naive baseline, and
 // prints a Markdown report to stdout (progress goes to stderr). With -out it
 // also writes results.md and the plots there. An interrupt stops the run and
@@ -337,7 +337,7 @@ func (b *bencher) run(ctx context.Context) (*report, error) {
 	rep.server = "none (the scenarios run need no server)"
 	for _, n := range []int{1, 2, 5, 6, 7} {
 		if b.cfg.scenarios[n] {
-			rep.server = serverDescription(b.kind, b.endpoint) + ", behind internal/faultproxy on loopback"
+			rep.server = serverDescription(b.kind, b.endpoint) + ", behind dynashardtest/faultproxy on loopback"
 		}
 	}
 	steps := []struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/chunk"
-	"github.com/dynashard/dynashard/internal/faultproxy"
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 )
 
 // maxBatchGetBytes is DynamoDB's limit on one BatchGetItem response.

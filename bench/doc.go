@@ -10,7 +10,7 @@
 // the published results in docs/bench (about 4 minutes).
 //
 // It starts DynamoDB Local (or dynalite, or uses -endpoint) behind
-// internal/faultproxy, which gives every partition-key value its own token
+// dynashardtest/faultproxy, which gives every partition-key value its own token
 // bucket: DynamoDB's per-key limits of 1,000 WCU/s and 3,000 RCU/s scaled
 // down (100 and 300 by default) so that the local server is not the limit.
 // The scenarios are 1 hot-day writes, 2 day reads, 3 the merge, 4 the

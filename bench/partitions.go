@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/dynashard/dynashard/internal/faultproxy"
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/partition"
 	"github.com/dynashard/dynashard/shard"
 )
@@ -160,7 +160,7 @@ func (b *bencher) partIntro(m partModel) []string {
 	c := b.cfg
 	n := m.layout.Len()
 	return []string{
-		fmt.Sprintf("Scenario 1's hot day on a provisioned table of the partition model (internal/faultproxy with Model = Partitioned), "+
+		fmt.Sprintf("Scenario 1's hot day on a provisioned table of the partition model (dynashardtest/faultproxy with Model = Partitioned), "+
 			"where keys share their partition's throughput as on DynamoDB: %s WCU and 0 RCU, which package partition lays out, "+
 			"as the guide does, as %d partitions of %s WCU; a partition-key value falls on the partition whose key-hash range "+
 			"holds its partition.KeyHash. The model runs at time scale %g (its clock runs at %g× real time), so a partition "+

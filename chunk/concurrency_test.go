@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
-	"github.com/dynashard/dynashard/internal/faultproxy"
 )
 
 // valuePayload is the payload a writer stores for value: the value, a

@@ -1,7 +1,8 @@
 // Package dynashardtest starts DynamoDB-compatible servers for tests and
 // examples, as net/http/httptest starts HTTP servers: a test asks for a
 // server, talks to it through the AWS SDK, and the server goes away when
-// the test is done. It is for tests and examples only, never production:
+// the test is done. Optionally a proxy in front of the server throttles
+// like DynamoDB and injects faults (Options.Proxy). It is for tests and examples only, never production:
 // the servers keep their data in memory, accept any credentials, and
 // differ from DynamoDB in the ways listed at [DynamoDBLocal] and
 // [Dynalite].
@@ -61,13 +62,40 @@
 // same two (the easy way is Client itself); for an Endpoint, the region and
 // credentials come from the usual AWS_* environment variables when set.
 //
+// # Throttling and faults
+//
+// DynamoDB Local and dynalite never throttle. Options.Proxy puts a proxy of
+// package [github.com/dynashard/dynashard/dynashardtest/faultproxy] in
+// front of the server, one per handle, and the handle's Endpoint and Client
+// go through it: its partition model throttles a provisioned table as
+// DynamoDB's partitions do (keys sharing a partition's throughput, burst,
+// adaptive capacity, splits), its per-key model gives every key a budget of
+// its own, and either adds UnprocessedItems, latency, 500s and resets at
+// the rates asked for:
+//
+//	srv := dynashardtest.Start(t, func(o *dynashardtest.Options) {
+//		o.Proxy = &faultproxy.Config{Model: faultproxy.Partitioned, UnprocessedRate: 0.1}
+//	})
+//
+// A table created through the handle (CreateTable, or Client) with
+// ProvisionedThroughput gets that throughput in the model. [Server.Proxy]
+// returns the proxy, for its counters (Stats) and to change its
+// configuration mid-test (Set); Close stops it with the handle. The
+// client's retryer retries throttling (five attempts); a test that wants
+// to see ProvisionedThroughputExceededException itself makes one attempt,
+// Client(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }). Another
+// handle without Options.Proxy reaches the same server, and its tables,
+// directly. NewServer's throttling example shows it all.
+//
 // # Failure modes
 //
 // NewServer fails, starting nothing, for an unknown Kind or a malformed
 // Endpoint (errors matching dynashard.ErrInvalid), when java or node is
 // missing, when the download or its integrity check fails, and when the
-// server does not answer within 90 s. A failed start is not remembered:
-// the next NewServer tries again.
+// server does not answer within 90 s. An invalid Options.Proxy fails it
+// too (matching dynashard.ErrInvalid); the server it may have started for
+// the handle stops again. A failed start is not remembered: the next
+// NewServer tries again.
 //
 // A server never outlives its test binary on Linux, even one killed by
 // SIGKILL or a test timeout: the kernel kills the server when the thread

@@ -2,6 +2,7 @@ package dynashardtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynashard/dynashard"
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/localddb"
 )
 
@@ -49,6 +51,19 @@ type Options struct {
 	// "https://dynamodb.eu-west-1.amazonaws.com". Zero means start a
 	// server of Kind.
 	Endpoint string
+	// Proxy, if set, puts a faultproxy in front of the server, configured
+	// by *Proxy: its capacity model (faultproxy.Partitioned for DynamoDB's
+	// partitions, faultproxy.PerKey) and its faults. Each handle gets a
+	// proxy of its own, with its own buckets and counters; Endpoint and
+	// Client go through it, Proxy returns it, and Close stops it; another
+	// handle without Proxy reaches the same server, and its tables,
+	// directly. The partition model takes a table's throughput from the
+	// CreateTable that passes through (CreateTable and Client send theirs
+	// through the proxy), else from the proxy's own DescribeTable. The
+	// proxy forwards requests signed for its own address, so a target
+	// given by Endpoint must not check signatures: a local server, not
+	// real DynamoDB. Nil (the default) means no proxy.
+	Proxy *faultproxy.Config
 }
 
 // localRegion and localCredentials are what clients of a started server
@@ -61,15 +76,17 @@ const localRegion = "us-east-1"
 var localCredentials = aws.Credentials{AccessKeyID: "dynashard", SecretAccessKey: "dynashard", Source: "dynashardtest"}
 
 // Server is a handle on a DynamoDB-compatible server: one NewServer or
-// Start started or joined, or one given by Options.Endpoint. Handles on the
+// Start started or joined, or one given by Options.Endpoint, and with
+// Options.Proxy a fault proxy of its own in front of it. Handles on the
 // same Kind share one server process, and so its tables, until the last
 // handle is closed. Its methods are safe for concurrent use. The zero
 // Server has no endpoint and is not usable; get one from NewServer or
 // Start.
 type Server struct {
 	kind     Kind
-	endpoint string
-	sh       *shared // nil when Options.Endpoint was given
+	endpoint string            // the proxy's URL when there is one
+	sh       *shared           // nil when Options.Endpoint was given
+	proxy    *faultproxy.Proxy // nil without Options.Proxy
 
 	clientOnce sync.Once
 	client     *dynamodb.Client // for CreateTable, made on first use
@@ -81,13 +98,16 @@ type Server struct {
 // server (and, the first time on a machine, installing it) only if no handle
 // of that Kind is open in the process; otherwise it shares the running one.
 // With Options.Endpoint it starts nothing and returns a handle on that
-// endpoint. The caller must Close the handle.
+// endpoint. With Options.Proxy it also starts the handle's proxy in front
+// of the server. The caller must Close the handle.
 //
 // It fails, without starting anything, for an unknown Kind or an Endpoint
 // that is not an http(s) URL (errors matching dynashard.ErrInvalid), and
 // fails when java (for DynamoDB Local) or node (for dynalite) is not on
-// PATH, naming what to install. Safe for concurrent use: concurrent first
-// calls start one server between them.
+// PATH, naming what to install. An invalid Options.Proxy fails it too
+// (matching dynashard.ErrInvalid and naming the field), after the handle
+// on the server was had and before it is released again. Safe for
+// concurrent use: concurrent first calls start one server between them.
 func NewServer(optFns ...func(*Options)) (*Server, error) {
 	var o Options
 	for _, fn := range optFns {
@@ -112,6 +132,14 @@ func NewServer(optFns ...func(*Options)) (*Server, error) {
 			return nil, err
 		}
 		s.sh, s.endpoint = sh, sh.srv.Endpoint
+	}
+	if o.Proxy != nil {
+		p, err := faultproxy.New(s.endpoint, *o.Proxy)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("dynashardtest: Options.Proxy: %w", err)
+		}
+		s.proxy, s.endpoint = p, p.URL()
 	}
 	return s, nil
 }
@@ -146,8 +174,14 @@ func Start(tb testing.TB, optFns ...func(*Options)) *Server {
 }
 
 // Endpoint returns the server's URL, such as "http://127.0.0.1:41234", or
-// Options.Endpoint as given.
+// Options.Endpoint as given; with Options.Proxy, the proxy's URL instead.
 func (s *Server) Endpoint() string { return s.endpoint }
+
+// Proxy returns the handle's proxy, started by Options.Proxy, or nil
+// without one. Its Stats, ResetStats and Set are the test's to use (Set
+// changes the model or the faults mid-test); Close the Server, not the
+// proxy.
+func (s *Server) Proxy() *faultproxy.Proxy { return s.proxy }
 
 // Kind returns the server's Kind: the one started, or Options.Kind
 // (DynamoDBLocal by default) for an Endpoint.
@@ -159,6 +193,13 @@ func (s *Server) Kind() Kind { return s.kind }
 // For an Options.Endpoint, the region and credentials come from AWS_REGION,
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN when those
 // are set, so real DynamoDB can be used.
+//
+// With Options.Proxy the client talks to the proxy, and its retryer
+// retries the throttling the proxy answers with (five attempts, backing
+// off): code under test sees ProvisionedThroughputExceededException only
+// once they are spent. A test that wants the error from the first refusal
+// makes one attempt: Client(func(o *dynamodb.Options) {
+// o.RetryMaxAttempts = 1 }).
 func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	fns := make([]func(*dynamodb.Options), 0, 1+len(optFns))
 	fns = append(fns, func(o *dynamodb.Options) { o.Retryer = retry.NewStandard(dynashard.RetryForFanOut) })
@@ -175,15 +216,23 @@ func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	}, fns...)
 }
 
-// Close releases the handle. Closing the last handle on a started server
-// stops the server, waits for it to exit and discards its tables; a handle
-// on an Options.Endpoint stops nothing. Close is idempotent: a second call
-// returns nil and leaves other handles alone.
+// Close releases the handle: it stops the handle's proxy, if any, then
+// closing the last handle on a started server stops the server, waits for
+// it to exit and discards its tables; a handle on an Options.Endpoint
+// stops nothing. Close is idempotent: a second call returns the first
+// call's error and leaves other handles alone.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		if s.sh != nil {
-			s.closeErr = release(s.kind, s.sh)
+		var errs []error
+		if s.proxy != nil {
+			if err := s.proxy.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("dynashardtest: stop proxy: %w", err))
+			}
 		}
+		if s.sh != nil {
+			errs = append(errs, release(s.kind, s.sh))
+		}
+		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
 }

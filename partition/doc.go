@@ -44,7 +44,7 @@
 //
 // Adaptive capacity, burst capacity, on-demand tables and "split for heat"
 // are behaviours of the service over time, not arithmetic; the fault
-// proxy's partition model (internal/faultproxy) adds burst, adaptive
+// proxy's partition model (dynashardtest/faultproxy) adds burst, adaptive
 // capacity and on-demand caps on top of these layouts. Splits by sort key
 // inside one item collection, the exact split point DynamoDB chooses and
 // local secondary indexes' 10 GB item-collection limit are not modelled.

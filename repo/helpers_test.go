@@ -5,11 +5,12 @@ import (
 
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/exampletest"
 	"github.com/dynashard/dynashard/repo"
 	"github.com/dynashard/dynashard/shard"
 )
 
-func TestMain(m *testing.M) { ddbtest.MainWithExamples(m) }
+func TestMain(m *testing.M) { exampletest.Main(m) }
 
 // layout describes a test table: partition key pk, sort key sk (the id),
 // spread over n shards by shard.Hash.

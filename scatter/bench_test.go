@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
-	"github.com/dynashard/dynashard/internal/faultproxy"
 	"github.com/dynashard/dynashard/internal/keyorder"
 	"github.com/dynashard/dynashard/shard"
 )

@@ -23,13 +23,14 @@ import (
 
 	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/exampletest"
 	"github.com/dynashard/dynashard/internal/keyorder"
 	"github.com/dynashard/dynashard/internal/localddb"
 	"github.com/dynashard/dynashard/scatter"
 	"github.com/dynashard/dynashard/shard"
 )
 
-func TestMain(m *testing.M) { ddbtest.MainWithExamples(m) }
+func TestMain(m *testing.M) { exampletest.Main(m) }
 
 // testClient returns an SDK client for endpoint with a transport of its own,
 // so a test can close idle connections before looking for leaked goroutines.

@@ -51,7 +51,7 @@ type Report struct {
 //
 // Memory is O(sum of N), independent of the number of ids. A nil ids is an
 // error matching [ErrInvalid]. Analyze returns
-// an error wrapping [ErrBadStrategy] if a strategy is nil, reports N outside
+// an error wrapping [ErrInvalidStrategy] if a strategy is nil, reports N outside
 // 1..MaxN, or picks a suffix outside 1..N.
 func Analyze(ids iter.Seq[string], strategies ...Strategy) ([]Report, error) {
 	if ids == nil {

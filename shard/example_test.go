@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"iter"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/dynashardtest"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -99,23 +97,26 @@ type ExampleOrder struct {
 
 func ExampleTable() {
 	ctx := context.Background()
-	// A local DynamoDB-compatible server and a fresh table with key
-	// (pk S, sk S); with real DynamoDB this is your client and table.
-	srv, err := ddbtest.Default()
+	// A local DynamoDB-compatible server for the example; with real
+	// DynamoDB this is your client.
+	srv, err := dynashardtest.NewServer()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer srv.Close()
 	client := srv.Client()
-	in, _ := ddbtest.TableInput("pk:S", "sk:S")
-	name, err := srv.NewTable(ctx, in)
+	layout := shard.Layout{Table: dynashardtest.TableName("orders"), PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(200)}
+	in, err := layout.CreateTableInput()
+	if err == nil {
+		err = srv.CreateTable(ctx, in)
+	}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 
-	orders, err := shard.NewTable[ExampleOrder](client, shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(200)})
+	orders, err := shard.NewTable[ExampleOrder](client, layout)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -145,20 +146,23 @@ func ExampleTable() {
 
 func ExampleTable_Load() {
 	ctx := context.Background()
-	srv, err := ddbtest.Default()
+	srv, err := dynashardtest.NewServer()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer srv.Close()
 	client := srv.Client()
-	in, _ := ddbtest.TableInput("pk:S", "sk:S")
-	name, err := srv.NewTable(ctx, in)
+	layout := shard.Layout{Table: dynashardtest.TableName("orders"), PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(20)}
+	in, err := layout.CreateTableInput()
+	if err == nil {
+		err = srv.CreateTable(ctx, in)
+	}
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-	orders, err := shard.NewTable[ExampleOrder](client, shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(20)})
+	orders, err := shard.NewTable[ExampleOrder](client, layout)
 	if err != nil {
 		fmt.Println(err)
 		return

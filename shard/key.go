@@ -133,7 +133,7 @@ func digits(n int) int {
 // keys Key produces for a valid base and suffix 1..MaxN: the suffix must be
 // canonical decimal ("7", not "07", "+7" or "-3"), the base non-empty, the
 // whole key valid UTF-8 and at most MaxKeyBytes long. Every failure is a
-// *KeyError matching ErrBadKey.
+// *KeyError matching ErrInvalidKey.
 func (c Codec) Parse(key string) (base string, suffix int, err error) {
 	if err := c.checkSep(); err != nil {
 		return "", 0, err

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
-	"github.com/dynashard/dynashard/internal/faultproxy"
 	"github.com/dynashard/dynashard/shard"
 )
 

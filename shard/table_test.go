@@ -16,11 +16,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/exampletest"
 	"github.com/dynashard/dynashard/internal/localddb"
 	"github.com/dynashard/dynashard/shard"
 )
 
-func TestMain(m *testing.M) { ddbtest.Main(m) }
+func TestMain(m *testing.M) { exampletest.Main(m) }
 
 type Order struct {
 	Day    string `dynamodbav:"pk"` // set by the Table to the physical key

@@ -5,6 +5,7 @@
 //	dynashard analyze [-n 200] [-strategies hash,codepoint] [file|-]
 //	dynashard plan [-rcu R -wcu W [-size 20GB] [-new-rcu R2 -new-wcu W2] [-split I ...]] [-writes X ...]
 //	dynashard plan -load-items N -load-time D [-item-bytes B] [-steady-wcu W] [-writes X ...]
+//	dynashard proxy -target URL [-listen 127.0.0.1:8000] [-model partitioned|perkey] [model and fault flags] [-stats 1s]
 //	dynashard -version
 //
 // analyze reads ids, one per line, from a file or standard input and shows,
@@ -22,6 +23,25 @@
 // table's smallest partition share when the table is described, else
 // against DynamoDB's 1,000 WCU per partition. Sizes need a unit (20GB,
 // 512MiB): a bare number is refused.
+//
+// proxy puts the test kit's fault proxy (package
+// github.com/dynashard/dynashard/dynashardtest/faultproxy) in front of a
+// local DynamoDB-compatible endpoint, so that services written with any
+// SDK can be tested against DynamoDB's throttling: point the service's
+// endpoint at the URL it prints. Its partition model (the default) divides
+// a provisioned table's throughput among partitions as DynamoDB does,
+// taking it from the CreateTable and UpdateTable requests that pass
+// through (-table NAME=RCU,WCU overrides them), with burst
+// (-burst-window), adaptive capacity (-adaptive, -adaptive-delay), splits
+// (-partition-size) and a time scale (-time-scale); -model perkey gives each partition-key value -wcu and
+// -rcu of its own. Fault flags add UnprocessedItems (-unprocessed),
+// throttling (-throttle), HTTP 500s (-error, -error-after), resets,
+// truncated responses and latency, drawn from -seed. It prints
+// "listening on URL ..." to stdout, a line of counters to stderr every
+// -stats while they change (requests, forwarded, throttled, unprocessed,
+// and each table's partitions), and stops cleanly on SIGINT or SIGTERM.
+// The target must not check request signatures (DynamoDB Local and
+// dynalite do not): requests are forwarded as signed for the proxy.
 //
 // -version (or --version) prints the module version: a release's, or
 // "(devel)" for a build from a checkout.
@@ -53,6 +73,7 @@ type command struct {
 var commands = map[string]command{
 	"analyze": {"show how evenly strategies spread a sample of ids", runAnalyze},
 	"plan":    {"the guide's partition questions: a table's partitions, a split, a bulk load, a hot key's shard count", runPlan},
+	"proxy":   {"DynamoDB's throttling and faults in front of a local endpoint, for any SDK", runProxy},
 }
 
 // benchHint says where the bench subcommand of earlier versions went.

@@ -41,6 +41,7 @@ func wantLines(t *testing.T, args []string, out string, want ...string) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	const target = "http://127.0.0.1:8001"
 	tests := []struct {
 		args []string
 		flag string // the flag the message must name; "" for none
@@ -74,6 +75,36 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"plan", "-load-items", "1000", "-load-time", "1m", "-size", "1GB"}, "-size"},
 		{[]string{"plan", "-load-items", "1000", "-load-time", "1m", "-split", "0"}, "-split"},
 		{[]string{"plan", "-load-items", "1000", "-load-time", "1m", "-steady-wcu", "-3"}, "-steady-wcu"},
+		{[]string{"proxy"}, "-target"},
+		{[]string{"proxy", "-target", "127.0.0.1:8000"}, "-target"},
+		{[]string{"proxy", "-target", "ftp://127.0.0.1:8000"}, "-target"},
+		{[]string{"proxy", "-target", target, "extra"}, ""},
+		{[]string{"proxy", "-target", target, "-listen", "8000"}, "-listen"},
+		{[]string{"proxy", "-target", target, "-listen", "127.0.0.1:99999"}, "-listen"},
+		{[]string{"proxy", "-target", target, "-model", "lsm"}, "-model"},
+		{[]string{"proxy", "-target", target, "-wcu", "100"}, "-wcu"}, // a per-key flag, partition model
+		{[]string{"proxy", "-target", target, "-model", "perkey", "-table", "a=1,1"}, "-table"},
+		{[]string{"proxy", "-target", target, "-model", "perkey", "-time-scale", "2"}, "-time-scale"},
+		{[]string{"proxy", "-target", target, "-model", "perkey", "-wcu", "-5"}, "-wcu"},
+		{[]string{"proxy", "-target", target, "-model", "perkey", "-rcu", "Inf"}, "-rcu"},
+		{[]string{"proxy", "-target", target, "-table", "orders"}, "-table"},
+		{[]string{"proxy", "-target", target, "-table", "=1,1"}, "-table"},
+		{[]string{"proxy", "-target", target, "-table", "orders=1,x"}, "-table"},
+		{[]string{"proxy", "-target", target, "-table", "orders=-1,1"}, "-table"},
+		{[]string{"proxy", "-target", target, "-adaptive", "sometimes"}, "-adaptive"},
+		{[]string{"proxy", "-target", target, "-adaptive-delay", "-1m"}, "-adaptive-delay"},
+		{[]string{"proxy", "-target", target, "-burst-window", "-1s"}, "-burst-window"},
+		{[]string{"proxy", "-target", target, "-partition-size", "64"}, "-partition-size"}, // a bare number
+		{[]string{"proxy", "-target", target, "-partition-size", "0B"}, "-partition-size"},
+		{[]string{"proxy", "-target", target, "-time-scale", "0"}, "-time-scale"},
+		{[]string{"proxy", "-target", target, "-time-scale", "2e6"}, "-time-scale"},
+		{[]string{"proxy", "-target", target, "-unprocessed", "2"}, "-unprocessed"},
+		{[]string{"proxy", "-target", target, "-throttle", "-0.1"}, "-throttle"},
+		{[]string{"proxy", "-target", target, "-error", "NaN"}, "-error"},
+		{[]string{"proxy", "-target", target, "-truncate", "1.5"}, "-truncate"},
+		{[]string{"proxy", "-target", target, "-latency", "-1s"}, "-latency"},
+		{[]string{"proxy", "-target", target, "-stats", "-1s"}, "-stats"},
+		{[]string{"proxy", "-target", target, "-seed", "x"}, "-seed"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := runCLI(t, "", tt.args...)

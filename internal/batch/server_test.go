@@ -1,7 +1,7 @@
 package batch
 
 // End-to-end proofs through the real SDK against real servers (DynamoDB
-// Local and dynalite), and through internal/faultproxy for what local
+// Local and dynalite), and through dynashardtest/faultproxy for what local
 // servers never do (UnprocessedItems/Keys, throttling).
 
 import (
@@ -28,9 +28,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dynashard/dynashard"
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/ddbtest"
-	"github.com/dynashard/dynashard/internal/faultproxy"
 	"github.com/dynashard/dynashard/internal/localddb"
 )
 

@@ -13,7 +13,6 @@ package ddbtest
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -27,7 +26,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynashard/dynashard/dynashardtest"
 	"github.com/dynashard/dynashard/internal/localddb"
 )
 
@@ -52,27 +50,6 @@ var (
 // func TestMain(m *testing.M) { ddbtest.Main(m) }.
 func Main(m *testing.M) {
 	code := m.Run()
-	Stop()
-	os.Exit(code)
-}
-
-// MainWithExamples is Main for a package whose go doc Examples start
-// servers through the public kit (dynashardtest): when Examples may run, it
-// holds one dynashardtest handle for the whole run, so that the Examples,
-// each opening and closing its own, share one server instead of starting a
-// JVM each.
-func MainWithExamples(m *testing.M) {
-	flag.Parse()
-	var examples *dynashardtest.Server
-	if run := flag.Lookup("test.run").Value.String(); run == "" || strings.Contains(run, "Example") {
-		if srv, err := dynashardtest.NewServer(); err == nil {
-			examples = srv
-		} // else each Example reports the failure itself
-	}
-	code := m.Run()
-	if examples != nil {
-		examples.Close()
-	}
 	Stop()
 	os.Exit(code)
 }

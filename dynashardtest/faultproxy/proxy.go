@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // Proxy is a running fault-injecting proxy. Its methods are safe for
@@ -42,24 +44,35 @@ type Proxy struct {
 
 // New starts a proxy on a free loopback port that forwards to target, the
 // base URL of a DynamoDB-compatible endpoint ("http://127.0.0.1:8000"). It
-// returns an error for an invalid target or Config.
+// returns an error matching dynashard.ErrInvalid for a target that is not
+// an http(s) URL or an invalid Config, naming the field.
 func New(target string, cfg Config) (*Proxy, error) {
-	u, err := parseTarget(target)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.validate(); err != nil {
+	if err := check(target, cfg); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
+	return NewListener(ln, target, cfg)
+}
+
+// NewListener is New on a listener the caller opened, to choose the
+// address (the dynashard proxy command's -listen). The proxy owns ln from
+// then on: Close closes it, and so does a failed NewListener. URL names the
+// listener's address, with 127.0.0.1 (or [::1] for a tcp6 listener) for an
+// unspecified IP such as that of ":8000".
+func NewListener(ln net.Listener, target string, cfg Config) (*Proxy, error) {
+	if err := check(target, cfg); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	u, _ := parseTarget(target) // check parsed it
 	ctx, cancel := context.WithCancel(context.Background())
 	tr := newTransport()
 	p := &Proxy{
 		target:    u,
-		url:       "http://" + ln.Addr().String(),
+		url:       "http://" + dialAddr(ln.Addr()),
 		ln:        ln,
 		transport: tr,
 		client:    &http.Client{Transport: tr},
@@ -74,6 +87,31 @@ func New(target string, cfg Config) (*Proxy, error) {
 	p.setLocked(cfg)
 	p.serve()
 	return p, nil
+}
+
+// check reports an invalid target or Config as invalid input.
+func check(target string, cfg Config) error {
+	if _, err := parseTarget(target); err != nil {
+		return fmt.Errorf("%w: %w", err, errs.Invalid)
+	}
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("%w: %w", err, errs.Invalid)
+	}
+	return nil
+}
+
+// dialAddr is the host:port a client dials to reach a listener on a: an
+// unspecified IP becomes the loopback address of its family.
+func dialAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return a.String()
+	}
+	ip := net.IPv4(127, 0, 0, 1)
+	if a.Network() == "tcp6" {
+		ip = net.IPv6loopback
+	}
+	return (&net.TCPAddr{IP: ip, Port: ta.Port}).String()
 }
 
 func parseTarget(target string) (*url.URL, error) {
@@ -119,10 +157,10 @@ func (p *Proxy) URL() string { return p.url }
 // cfg.Seed. Capacity already consumed stays charged: each key's (or
 // partition's) balance is kept, capped at the new bucket depth; a change of
 // Model starts the new model afresh. An invalid cfg is rejected and the old
-// configuration kept.
+// configuration kept, with an error matching dynashard.ErrInvalid.
 func (p *Proxy) Set(cfg Config) error {
 	if err := cfg.validate(); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", err, errs.Invalid)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,28 +1,74 @@
-// Package faultproxy is a loopback HTTP proxy that sits between the AWS SDK
-// and a local DynamoDB-compatible server (DynamoDB Local, dynalite) and makes
-// it behave like real DynamoDB under load: per-partition throttling,
-// UnprocessedItems/UnprocessedKeys, latency, HTTP 500s, dropped connections
-// and cut-off responses. Local servers do none of these, and code that
-// retries and backs off is only proven by meeting them.
+// Package faultproxy makes a local DynamoDB-compatible server (DynamoDB
+// Local, dynalite) behave like DynamoDB under load, for tests. It is an HTTP
+// proxy on loopback, between the AWS SDK and the server, that throttles
+// requests as DynamoDB does (ProvisionedThroughputExceededException,
+// UnprocessedItems, UnprocessedKeys) and injects the faults a network and a
+// service produce: latency, HTTP 500s, reset connections and cut-off
+// responses. Local servers do none of these, and code that retries and
+// backs off is only proven by meeting them.
 //
-//	p, err := faultproxy.New(server.Endpoint, faultproxy.Config{
-//		WCU: faultproxy.PartitionWCU, RCU: faultproxy.PartitionRCU,
+// # In a test
+//
+// The easy way is the test kit: Options.Proxy of package dynashardtest puts
+// a proxy in front of the server it starts, and the handle's Endpoint and
+// Client go through it.
+//
+//	srv := dynashardtest.Start(t, func(o *dynashardtest.Options) {
+//		o.Proxy = &faultproxy.Config{Model: faultproxy.Partitioned}
+//	})
+//	// A table created with ProvisionedThroughput through srv.CreateTable
+//	// or srv.Client() is now throttled like a provisioned table.
+//	client := srv.Client(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+//
+// srv.Proxy() returns the proxy, for its Stats and for Set, which changes
+// the model or the faults mid-test. By hand, in front of any server that
+// does not check signatures (the proxy forwards requests as they were
+// signed, for its own address):
+//
+//	p, err := faultproxy.New("http://127.0.0.1:8000", faultproxy.Config{
 //		UnprocessedRate: 0.5, Seed: 1,
 //	})
+//	if err != nil {
+//		t.Fatal(err)
+//	}
 //	defer p.Close()
-//	client := localddb.NewClient(p.URL())
+//	client := dynamodb.New(dynamodb.Options{BaseEndpoint: aws.String(p.URL()), ...})
 //
-// or, for DynamoDB's partitions (keys sharing a partition's throughput,
-// burst, adaptive capacity, splits):
+// For services written with another SDK (JavaScript, Python, Java), the
+// same proxy runs as a command: "dynashard proxy -target
+// http://127.0.0.1:8001" (github.com/dynashard/dynashard/cmd/dynashard).
 //
-//	p, err := faultproxy.New(server.Endpoint, faultproxy.Config{
-//		Model: faultproxy.Partitioned,
-//		Partition: faultproxy.PartitionConfig{
-//			Tables: map[faultproxy.TableKey]faultproxy.Throughput{
-//				{Table: "orders"}: {RCU: 5000, WCU: 2000}, // 4 partitions
-//			},
-//		},
-//	})
+// The SDK retries throttling and 500s by itself (three attempts by default,
+// five with dynashard.RetryForFanOut), so a test that wants the error makes
+// one attempt (RetryMaxAttempts = 1), and a test of code that retries
+// asserts on what the proxy counted (Stats) rather than on time.
+//
+// # What each model simulates
+//
+// Config.Model selects whose budget a request spends.
+//
+// PerKey, the default, gives every partition-key value a budget of its own
+// (Config.WCU and Config.RCU per second): a table whose every key lives on
+// a partition of its own, at up to DynamoDB's per-partition maxima
+// (PartitionWCU, PartitionRCU). It proves that code survives throttling and
+// backs off, but not that sharding pays off, since keys never compete.
+//
+// Partitioned simulates DynamoDB's partitions as its developer guide
+// describes them: a provisioned table's throughput is divided evenly among
+// its partitions and not shared; many partition-key values hash to one
+// partition and share its budget; raising throughput doubles the partition
+// count, and lowering it never merges them; a partition that fills splits
+// in two, each half with half the throughput; unused capacity is kept as
+// burst (up to 300 s); adaptive capacity may lend a hot partition the
+// table's unused throughput after a delay; an on-demand table's partitions
+// are capped at the per-partition maxima only. A table's throughput comes
+// from the CreateTable and UpdateTable that pass through the proxy. A time
+// scale plays simulated time faster (or slower) than real time, and a
+// small partition size makes splits happen in a test. The details, and
+// what it leaves out, are under Capacity models below.
+//
+// Faults (Config's rates, Latency and Jitter) come on top of either model,
+// drawn from a seeded random source.
 //
 // # Requests
 //
@@ -55,7 +101,8 @@
 // repays it. Units are charged as DynamoDB counts them:
 //
 //   - PutItem and BatchWriteItem puts: one WCU per started KB of the item
-//     (internal/ddbsize sizes), at least one, before forwarding.
+//     (sized by DynamoDB's rules: attribute names and values, UTF-8), at
+//     least one, before forwarding.
 //   - UpdateItem, DeleteItem and batch deletes: one WCU, before forwarding
 //     (the proxy cannot see the size of the stored item).
 //   - GetItem: one RCU per started 4 KB of the returned item, at least one
@@ -110,8 +157,8 @@
 //     as AWS's current documentation describes; AdaptiveOff never lends.
 //     Borrowed units are counted in Usage.Borrowed.
 //   - Size. Stored bytes per partition follow the writes the target applied
-//     through the proxy: PutItem and batch puts add the item (by
-//     internal/ddbsize) or replace the one they overwrite, deletes subtract
+//     through the proxy: PutItem and batch puts add the item (sized as
+//     above) or replace the one they overwrite, deletes subtract
 //     it, and UpdateItem counts only when it returns ALL_NEW. A partition
 //     over PartitionSize (10 GB by default; a few KB in tests) splits with
 //     partition.Layout.Split: two halves of its range, each with half its

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
 )
@@ -726,15 +728,19 @@ func TestConfigValidation(t *testing.T) {
 		{Burst: -time.Second}, {Latency: -1}, {Jitter: -1},
 	}
 	for _, cfg := range bad {
-		if p, err := New("http://127.0.0.1:1", cfg); err == nil {
-			p.Close()
-			t.Errorf("New(%+v): got nil error, want one", cfg)
+		if p, err := New("http://127.0.0.1:1", cfg); !errors.Is(err, dynashard.ErrInvalid) {
+			if p != nil {
+				p.Close()
+			}
+			t.Errorf("New(%+v): got %v, want an error matching dynashard.ErrInvalid", cfg, err)
 		}
 	}
 	for _, target := range []string{"", "127.0.0.1:8000", "ftp://x", "http://", "://"} {
-		if p, err := New(target, Config{}); err == nil {
-			p.Close()
-			t.Errorf("New(%q): got nil error, want one", target)
+		if p, err := New(target, Config{}); !errors.Is(err, dynashard.ErrInvalid) {
+			if p != nil {
+				p.Close()
+			}
+			t.Errorf("New(%q): got %v, want an error matching dynashard.ErrInvalid", target, err)
 		}
 	}
 	p, err := New("http://127.0.0.1:1", Config{ErrorRate: 0.5})
@@ -743,8 +749,8 @@ func TestConfigValidation(t *testing.T) {
 	}
 	defer p.Close()
 	for _, cfg := range bad {
-		if err := p.Set(cfg); err == nil {
-			t.Errorf("Set(%+v): got nil error, want one", cfg)
+		if err := p.Set(cfg); !errors.Is(err, dynashard.ErrInvalid) {
+			t.Errorf("Set(%+v): got %v, want an error matching dynashard.ErrInvalid", cfg, err)
 		}
 	}
 	p.mu.Lock()
@@ -752,5 +758,54 @@ func TestConfigValidation(t *testing.T) {
 	p.mu.Unlock()
 	if got != 0.5 {
 		t.Errorf("after rejected Sets: ErrorRate %v, want the old 0.5", got)
+	}
+}
+
+// TestNewListener: the proxy serves on the caller's listener, names an
+// unspecified address by its loopback, and closes the listener it was
+// given when it fails or closes.
+func TestNewListener(t *testing.T) {
+	for _, tc := range []struct{ network, addr, prefix string }{
+		{"tcp", "127.0.0.1:0", "http://127.0.0.1:"},
+		{"tcp4", "0.0.0.0:0", "http://127.0.0.1:"},
+		{"tcp", ":0", "http://127.0.0.1:"},
+	} {
+		ln, err := net.Listen(tc.network, tc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewListener(ln, "http://127.0.0.1:1", Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(p.URL(), tc.prefix) {
+			t.Errorf("listening on %s %s: URL %s, want prefix %s", tc.network, tc.addr, p.URL(), tc.prefix)
+		}
+		// The target refuses connections: the proxy answers 502 itself.
+		resp, err := http.Post(p.URL(), "application/x-amz-json-1.0", strings.NewReader("{}"))
+		if err != nil {
+			t.Errorf("POST %s: %v", p.URL(), err)
+		} else {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("POST %s: status %d, want %d", p.URL(), resp.StatusCode, http.StatusBadGateway)
+			}
+		}
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+		if _, err := ln.Accept(); err == nil {
+			t.Errorf("listener %s still open after Close", ln.Addr())
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := NewListener(ln, "http://127.0.0.1:1", Config{ErrorRate: 2}); !errors.Is(err, dynashard.ErrInvalid) || p != nil {
+		t.Errorf("NewListener with a bad Config: got %v, %v, want nil, an error matching dynashard.ErrInvalid", p, err)
+	}
+	if _, err := ln.Accept(); err == nil {
+		t.Errorf("listener %s still open after a failed NewListener", ln.Addr())
 	}
 }

@@ -8,35 +8,38 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynashard/dynashard/internal/ddbtest"
-	"github.com/dynashard/dynashard/internal/faultproxy"
-	"github.com/dynashard/dynashard/internal/localddb"
+	"github.com/dynashard/dynashard/dynashardtest"
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 )
 
 // A proxy that leaves every batch write unprocessed: the SDK gets the items
 // back in UnprocessedItems and the server never sees them.
 func ExampleNew() {
 	ctx := context.Background()
-	srv, err := ddbtest.Default()
+	srv, err := dynashardtest.NewServer() // DynamoDB Local
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	in, _ := ddbtest.TableInput("pk:S")
-	table, err := srv.NewTable(ctx, in)
-	if err != nil {
+	defer srv.Close()
+	table := dynashardtest.TableName("example")
+	if err := srv.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+	}); err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer srv.Client().DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 
-	p, err := faultproxy.New(srv.Endpoint, faultproxy.Config{UnprocessedRate: 1})
+	p, err := faultproxy.New(srv.Endpoint(), faultproxy.Config{UnprocessedRate: 1})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer p.Close()
-	c := localddb.NewClient(p.URL())
+	// The kit's client (its region and credentials), sent to the proxy.
+	c := srv.Client(func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(p.URL()) })
 
 	var writes []types.WriteRequest
 	for _, pk := range []string{"a", "b", "c"} {
@@ -62,20 +65,23 @@ func ExampleNew() {
 // partition's budget.
 func ExampleNew_partitioned() {
 	ctx := context.Background()
-	srv, err := ddbtest.Default()
+	srv, err := dynashardtest.NewServer() // DynamoDB Local
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	in, _ := ddbtest.TableInput("pk:S")
-	table, err := srv.NewTable(ctx, in)
-	if err != nil {
+	defer srv.Close()
+	table := dynashardtest.TableName("example")
+	if err := srv.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+	}); err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer srv.Client().DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 
-	p, err := faultproxy.New(srv.Endpoint, faultproxy.Config{
+	p, err := faultproxy.New(srv.Endpoint(), faultproxy.Config{
 		Model: faultproxy.Partitioned,
 		Partition: faultproxy.PartitionConfig{Tables: map[faultproxy.TableKey]faultproxy.Throughput{
 			{Table: table}: {RCU: 5000, WCU: 2000},
@@ -86,7 +92,8 @@ func ExampleNew_partitioned() {
 		return
 	}
 	defer p.Close()
-	c := localddb.NewClient(p.URL())
+	// The kit's client (its region and credentials), sent to the proxy.
+	c := srv.Client(func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(p.URL()) })
 	for _, pk := range []string{"2014-07-09.1", "2014-07-09.2", "2014-07-09.3", "2014-07-09.4"} {
 		if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table),
 			Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}}); err != nil {
