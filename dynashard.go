@@ -9,7 +9,9 @@
 //   - chunk: values larger than DynamoDB's 400 KB item limit;
 //   - repo: a typed repository built on the three;
 //   - timeseries: one table per period;
-//   - partition: the guide's partition arithmetic.
+//   - partition: the guide's partition arithmetic;
+//   - dynashardtest: local DynamoDB-compatible servers and a throttling
+//     proxy (dynashardtest/faultproxy) for your own tests.
 //
 // This package holds what they share: the error families every package
 // re-exports under its own name (errors.Is(err, chunk.ErrNotFound) and

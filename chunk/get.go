@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/klauspost/compress/zstd"
 )
 
 // Get returns the payload stored under key, verified: its length and
@@ -183,6 +184,9 @@ func (r *Reader) Info() Info { return r.p.Info }
 // does.
 func (r *Reader) Close() error {
 	r.window, r.cur, r.p.inline = nil, nil, nil
+	if z, ok := r.dec.(zstdReader); ok {
+		z.d.Close()
+	}
 	if r.err == nil || r.err == io.EOF {
 		r.err = errors.New("chunk: read after Close")
 	}
@@ -224,14 +228,11 @@ func (r *Reader) Read(b []byte) (int, error) {
 		return r.fail(err)
 	}
 	if r.dec == nil {
-		r.dec = storedStream{r}
-		if r.p.Compression == Gzip {
-			gz, err := gzip.NewReader(storedStream{r})
-			if err != nil {
-				return r.fail(err)
-			}
-			r.dec = gz
+		dec, err := newDecoder(r.p.Compression, storedStream{r})
+		if err != nil {
+			return r.fail(err)
 		}
+		r.dec = dec
 	}
 	n, err := r.dec.Read(b)
 	if n > 0 {
@@ -306,8 +307,8 @@ func (r *Reader) verify() error {
 	if r.delivered != r.p.Size {
 		return r.corrupt(0, fmt.Sprintf("payload is %d bytes, parent says %d", r.delivered, r.p.Size))
 	}
-	if r.p.Compression == Gzip {
-		// The gzip stream must have used every stored byte.
+	if r.p.Compression != None {
+		// The compressed stream must have used every stored byte.
 		if len(r.cur) > 0 || len(r.window) > 0 || r.next <= r.p.Chunks {
 			return r.corrupt(0, "bytes after the end of the compressed stream")
 		}
@@ -318,6 +319,35 @@ func (r *Reader) verify() error {
 		return r.corrupt(0, "SHA-256 mismatch")
 	}
 	return nil
+}
+
+// newDecoder returns a reader of the payload stored in stored with
+// compression c. A zstd decoder runs synchronously, in the caller's
+// goroutine, and refuses frames whose window is above zstdWindow.
+func newDecoder(c Compression, stored io.Reader) (io.Reader, error) {
+	switch c {
+	case Gzip:
+		return gzip.NewReader(stored)
+	case Zstd:
+		zr, err := zstd.NewReader(stored, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdWindow))
+		if err != nil {
+			return nil, err
+		}
+		return zstdReader{zr}, nil
+	}
+	return stored, nil
+}
+
+// zstdReader hides zstd.Decoder's WriteTo, which io.Copy would otherwise
+// prefer to Reader.Read, and releases the decoder at the end of the stream.
+type zstdReader struct{ d *zstd.Decoder }
+
+func (z zstdReader) Read(p []byte) (int, error) {
+	n, err := z.d.Read(p)
+	if err != nil {
+		z.d.Close()
+	}
+	return n, err
 }
 
 // streamError carries an error of the stored stream through the decoder,

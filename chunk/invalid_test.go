@@ -64,7 +64,7 @@ func TestNew(t *testing.T) {
 		{"negative ReadAttempts", c, "p", "c", func(o *Options) { o.ReadAttempts = -1 }},
 		{"negative Grace", c, "p", "c", func(o *Options) { o.Grace = -time.Second }},
 		{"negative MaxConcurrency", c, "p", "c", func(o *Options) { o.MaxConcurrency = -1 }},
-		{"unknown Compression", c, "p", "c", func(o *Options) { o.Compression = "zstd" }},
+		{"unknown Compression", c, "p", "c", func(o *Options) { o.Compression = "lz4" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

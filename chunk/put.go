@@ -68,7 +68,7 @@ func (s *Store) Put(ctx context.Context, key Key, data []byte, optFns ...func(*P
 	if int64(len(data)) > s.opts.MaxSize {
 		return Info{}, fmt.Errorf("%w: key %v: payload of %d bytes, MaxSize %d", ErrTooLarge, key, len(data), s.opts.MaxSize)
 	}
-	return s.put(ctx, "Put", key, newBytesSource(data, s.opts.ChunkSize, s.opts.Compression), optFns)
+	return s.put(ctx, "Put", key, newBytesSource(data, s.opts), optFns)
 }
 
 // PutReader is Put for a payload of unknown length, read from r until
@@ -90,7 +90,7 @@ func (s *Store) PutReader(ctx context.Context, key Key, r io.Reader, optFns ...f
 	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) > s.opts.MaxSize {
 		return Info{}, fmt.Errorf("%w: key %v: payload of %d bytes, MaxSize %d", ErrTooLarge, key, l.Len(), s.opts.MaxSize)
 	}
-	return s.put(ctx, "PutReader", key, newReaderSource(r, s.opts.ChunkSize, s.opts.Compression, s.opts.MaxSize), optFns)
+	return s.put(ctx, "PutReader", key, newReaderSource(r, s.opts, s.opts.MaxSize), optFns)
 }
 
 // current is the parent's state a Put starts from.
@@ -313,8 +313,9 @@ type write struct {
 	version   string
 	cur       current // the parent as read before writing; zero until then
 
-	inline []byte // the stored payload when kept in the parent; nil when chunked
-	chunks int    // chunks handed to the batch engine
+	inline []byte      // the stored payload when kept in the parent; nil when chunked
+	enc    Compression // how the payload is stored, known after the first chunk
+	chunks int         // chunks handed to the batch engine
 	size   int64
 	stored int64
 	sum    [32]byte
@@ -328,6 +329,7 @@ func (w *write) readFirst(src *source) ([]byte, error) {
 	if err != nil && err != io.EOF {
 		return nil, w.sourceError(err)
 	}
+	w.enc = src.encoding()
 	if limit := w.s.opts.InlineLimit; limit < 0 || len(first) > limit {
 		return first, nil
 	}
@@ -416,7 +418,7 @@ func (w *write) parentUpdate() (set map[string]types.AttributeValue, remove []st
 		set[name] = v
 	}
 	setOrRemove(attrPrev, optionalString(w.cur.version))
-	setOrRemove(attrEncoding, optionalString(string(w.s.opts.Compression)))
+	setOrRemove(attrEncoding, optionalString(string(w.enc)))
 	if w.inline != nil {
 		setOrRemove(attrInline, &types.AttributeValueMemberB{Value: w.inline})
 	} else {
@@ -508,7 +510,7 @@ func (w *write) info() Info {
 	}
 	return Info{
 		Version: w.version, Size: w.size, StoredSize: w.stored, Chunks: w.chunks, SHA256: w.sum,
-		Compression: w.s.opts.Compression, Created: w.start, Attributes: attrs,
+		Compression: w.enc, Created: w.start, Attributes: attrs,
 	}
 }
 

@@ -2,11 +2,12 @@ package chunk
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"testing/iotest"
 )
@@ -38,13 +39,14 @@ func TestSource(t *testing.T) {
 	for _, n := range []int{0, 1, size - 1, size, size + 1, 10*size + 7} {
 		for _, text := range []bool{false, true} {
 			data := payload(n, 1, text)
-			mk := map[string]func() *source{
-				"bytes":      func() *source { return newBytesSource(data, size, None) },
-				"bytes gzip": func() *source { return newBytesSource(data, size, Gzip) },
-				"reader":     func() *source { return newReaderSource(iotest.HalfReader(bytes.NewReader(data)), size, None, 1<<20) },
-				"reader gzip": func() *source {
-					return newReaderSource(iotest.OneByteReader(bytes.NewReader(data)), size, Gzip, 1<<20)
-				},
+			mk := map[string]func() *source{}
+			for _, c := range []Compression{None, Gzip, Zstd} {
+				// Always compressed, whatever the size and ratio.
+				o := Options{ChunkSize: size, Compression: c, MinCompressSize: -1, MaxCompressRatio: -1}
+				mk["bytes "+string(c)] = func() *source { return newBytesSource(data, o) }
+				mk["reader "+string(c)] = func() *source {
+					return newReaderSource(iotest.OneByteReader(bytes.NewReader(data)), o, 1<<20)
+				}
 			}
 			for name, f := range mk {
 				src := f()
@@ -69,15 +71,20 @@ func TestSource(t *testing.T) {
 				if src.stored != int64(len(stored)) {
 					t.Errorf("%s n=%d: stored %d, want %d", name, n, src.stored, len(stored))
 				}
-				got := stored
-				if name == "bytes gzip" || name == "reader gzip" {
-					zr, err := gzip.NewReader(bytes.NewReader(stored))
-					if err != nil {
-						t.Fatalf("%s n=%d: %v", name, n, err)
-					}
-					if got, err = io.ReadAll(zr); err != nil {
-						t.Fatalf("%s n=%d: %v", name, n, err)
-					}
+				want := Compression(name[strings.IndexByte(name, ' ')+1:])
+				if n == 0 {
+					want = None // nothing to compress
+				}
+				if src.encoding() != want {
+					t.Errorf("%s n=%d: encoding %q, want %q", name, n, src.encoding(), want)
+				}
+				dec, err := newDecoder(src.encoding(), bytes.NewReader(stored))
+				if err != nil {
+					t.Fatalf("%s n=%d: %v", name, n, err)
+				}
+				got, err := io.ReadAll(dec)
+				if err != nil {
+					t.Fatalf("%s n=%d: %v", name, n, err)
 				}
 				if !bytes.Equal(got, data) {
 					t.Errorf("%s n=%d: payload differs", name, n)
@@ -92,9 +99,9 @@ func TestSource(t *testing.T) {
 }
 
 func TestSourceLimit(t *testing.T) {
-	for _, c := range []Compression{None, Gzip} {
+	for _, c := range []Compression{None, Gzip, Zstd} {
 		for _, n := range []int{99, 100, 101, 1000} {
-			src := newReaderSource(bytes.NewReader(payload(n, 2, false)), 30, c, 100)
+			src := newReaderSource(bytes.NewReader(payload(n, 2, false)), Options{ChunkSize: 30, Compression: c, MaxCompressRatio: -1}, 100)
 			var err error
 			for err == nil {
 				_, err = src.next()
@@ -105,8 +112,73 @@ func TestSourceLimit(t *testing.T) {
 		}
 	}
 	boom := errors.New("boom")
-	src := newReaderSource(iotest.ErrReader(boom), 30, None, 100)
+	src := newReaderSource(iotest.ErrReader(boom), Options{ChunkSize: 30}, 100)
 	if _, err := src.next(); !errors.Is(err, boom) {
 		t.Errorf("got %v, want the reader's error", err)
+	}
+}
+
+// TestSourceDecide checks when a source stores a payload raw although a
+// Compression is set: below MinCompressSize, and above MaxCompressRatio,
+// judged exactly for a payload within the probe and by the probe for a
+// longer one.
+func TestSourceDecide(t *testing.T) {
+	const size = 1000
+	tests := []struct {
+		name string
+		n    int
+		text bool
+		min  int
+		want bool // compressed
+	}{
+		{"text below min", 499, true, 500, false},
+		{"text at min", 500, true, 500, true},
+		{"text within probe", size, true, 500, true},
+		{"text past probe", 10 * size, true, 500, true},
+		{"random within probe", size, false, 500, false},
+		{"random past probe", 10 * size, false, 500, false},
+		{"min above chunk size", 1500, true, 2000, false},
+		{"min above chunk size reached", 2000, true, 2000, true},
+	}
+	for _, tt := range tests {
+		for _, c := range []Compression{Gzip, Zstd} {
+			for _, mode := range []string{"bytes", "reader"} {
+				t.Run(fmt.Sprintf("%s/%s/%s", tt.name, c, mode), func(t *testing.T) {
+					data := payload(tt.n, 3, tt.text)
+					o := Options{ChunkSize: size, Compression: c, MinCompressSize: tt.min, MaxCompressRatio: DefaultMaxCompressRatio}
+					src := newBytesSource(data, o)
+					if mode == "reader" {
+						src = newReaderSource(iotest.HalfReader(bytes.NewReader(data)), o, 1<<20)
+					}
+					var stored []byte
+					for {
+						c, err := src.next()
+						if err == io.EOF {
+							break
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+						stored = append(stored, c...)
+					}
+					want := None
+					if tt.want {
+						want = c
+					}
+					if src.encoding() != want {
+						t.Errorf("encoding %q, want %q", src.encoding(), want)
+					}
+					if want == None && !bytes.Equal(stored, data) {
+						t.Errorf("stored raw, but %d bytes differ from the %d of the payload", len(stored), len(data))
+					}
+					if want != None && float64(len(stored)) > DefaultMaxCompressRatio*float64(len(data)) {
+						t.Errorf("compressed %d bytes to %d", len(data), len(stored))
+					}
+					if n, sum := src.checksum(); n != int64(len(data)) || sum != sha256.Sum256(data) {
+						t.Errorf("checksum of %d bytes, want the payload's", n)
+					}
+				})
+			}
+		}
 	}
 }

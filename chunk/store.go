@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -38,6 +39,7 @@ type Compression string
 const (
 	None Compression = ""
 	Gzip Compression = "gzip" // compress/gzip at its default level
+	Zstd Compression = "zstd" // github.com/klauspost/compress/zstd, default level, 8 MiB window
 )
 
 // Defaults of Options.
@@ -61,6 +63,15 @@ const (
 	// DefaultReadAttempts is how many versions a read tries when the one
 	// it reads is replaced under it.
 	DefaultReadAttempts = 5
+	// DefaultMinCompressSize is the smallest payload Put compresses:
+	// 1 KiB, DynamoDB's write unit. A shorter payload costs one write
+	// unit (and one read unit) compressed or not, and gzip's 18 bytes or
+	// zstd's ~10 bytes of framing eat much of what it could save.
+	DefaultMinCompressSize = 1 << 10
+	// DefaultMaxCompressRatio is the largest compressed/raw size ratio
+	// at which Put keeps a payload compressed: 0.9. Saving less than a
+	// tenth is not worth a decoder on every read.
+	DefaultMaxCompressRatio = 0.9
 	// DefaultMaxConcurrency bounds the batch requests one call has in
 	// flight.
 	DefaultMaxConcurrency = 4
@@ -95,9 +106,27 @@ type Options struct {
 	// compression, at most 1 PiB. Zero means DefaultMaxSize.
 	MaxSize int64
 
-	// Compression is how Put stores payloads. Readers decode whatever a
-	// parent records, whatever this is set to. Default None.
+	// Compression is how Put stores payloads: None, Gzip or Zstd. Readers
+	// decode whatever a parent records, whatever this is set to (a Store
+	// with None reads gzip and zstd payloads). Put may still store a
+	// payload raw, by MinCompressSize and MaxCompressRatio; the parent
+	// (Info.Compression) records what was used. Default None.
 	Compression Compression
+
+	// MinCompressSize is the smallest payload Put compresses; shorter
+	// ones are stored raw. Zero means DefaultMinCompressSize; negative
+	// compresses every non-empty payload. At most the largest ChunkSize
+	// New accepts, since Put decides from a probe that must hold it.
+	MinCompressSize int
+
+	// MaxCompressRatio is the compressed/raw size ratio above which Put
+	// stores the payload raw. Put decides once, from a probe of the first
+	// max(ChunkSize, MinCompressSize) raw bytes: for a payload no longer
+	// than the probe the ratio is exact; a longer one is judged by its
+	// probe compressed and flushed, and then streamed compressed or raw
+	// as a whole. Zero means DefaultMaxCompressRatio; negative never
+	// stores raw by ratio.
+	MaxCompressRatio float64
 
 	// ConsistentRead makes Get, Open and Stat read the parent item with a
 	// strongly consistent read. Default false: an eventually consistent
@@ -215,6 +244,12 @@ func resolveOptions(method string, o Options) (Options, int, error) {
 	if o.MaxConcurrency == 0 {
 		o.MaxConcurrency = DefaultMaxConcurrency
 	}
+	if o.MinCompressSize == 0 {
+		o.MinCompressSize = DefaultMinCompressSize
+	}
+	if o.MaxCompressRatio == 0 {
+		o.MaxCompressRatio = DefaultMaxCompressRatio
+	}
 	var err error
 	switch {
 	case len(o.ChunkKeyAttribute) > 255:
@@ -235,8 +270,12 @@ func resolveOptions(method string, o Options) (Options, int, error) {
 		err = invalid(method, "negative Options.Grace %v", o.Grace)
 	case o.MaxConcurrency < 0:
 		err = invalid(method, "negative Options.MaxConcurrency %d", o.MaxConcurrency)
-	case o.Compression != None && o.Compression != Gzip:
+	case o.Compression != None && o.Compression != Gzip && o.Compression != Zstd:
 		err = invalid(method, "unknown Options.Compression %q", o.Compression)
+	case o.MinCompressSize > maxChunkData:
+		err = invalid(method, "Options.MinCompressSize %d above %d", o.MinCompressSize, maxChunkData)
+	case math.IsNaN(o.MaxCompressRatio):
+		err = invalid(method, "Options.MaxCompressRatio is NaN")
 	}
 	if err != nil {
 		return Options{}, 0, err
@@ -246,7 +285,7 @@ func resolveOptions(method string, o Options) (Options, int, error) {
 		// be the only one only if it is short.
 		o.InlineLimit = o.ChunkSize - 1
 	}
-	maxStored := o.MaxSize + o.MaxSize/64 + 1<<16 // gzip can grow incompressible data a little
+	maxStored := o.MaxSize + o.MaxSize/64 + 1<<16 // compression can grow data a little
 	return o, int((maxStored + int64(o.ChunkSize) - 1) / int64(o.ChunkSize)), nil
 }
 
@@ -292,6 +331,10 @@ const maxChunkData = ddbsize.MaxItemSize - minChunkOverhead
 // maxGzipRatio bounds how much a gzip stream can expand: deflate codes a
 // 258-byte match in no fewer than two bits.
 const maxGzipRatio = 1032
+
+// maxZstdRatio bounds how much a zstd stream can expand: every block has a
+// 3-byte header and decodes to at most 128 KiB.
+const maxZstdRatio = (128 << 10) / 3
 
 // Parent item attributes. Put rejects caller attributes with these names.
 const (
@@ -388,7 +431,7 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 	copy(p.SHA256[:], sum.Value)
 	if e, ok := asS(item[attrEncoding]); ok {
 		p.Compression = Compression(e.Value)
-		if p.Compression != Gzip {
+		if p.Compression != Gzip && p.Compression != Zstd {
 			return bad("unknown encoding " + strconv.Quote(e.Value))
 		}
 	}
@@ -420,7 +463,8 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 // contradiction describes how p's sizes, chunk count and inline data
 // contradict each other, or returns "" if they agree: a damaged parent
 // caught here costs no chunk read. (Its chunks can hold no more than the
-// largest ChunkSize New accepts; gzip cannot inflate beyond maxGzipRatio.)
+// largest ChunkSize New accepts; gzip and zstd cannot inflate beyond
+// maxGzipRatio and maxZstdRatio.)
 func (p parent) contradiction() string {
 	switch {
 	case p.Chunks == 0 && int64(len(p.inline)) != p.StoredSize:
@@ -434,6 +478,8 @@ func (p parent) contradiction() string {
 	case p.Compression == None && p.Size != p.StoredSize:
 		return fmt.Sprintf("%s %d differs from %s %d without compression", attrSize, p.Size, attrStored, p.StoredSize)
 	case p.Compression == Gzip && p.Size/maxGzipRatio > p.StoredSize:
+		return fmt.Sprintf("%d bytes cannot inflate to %d", p.StoredSize, p.Size)
+	case p.Compression == Zstd && p.Size/maxZstdRatio > p.StoredSize:
 		return fmt.Sprintf("%d bytes cannot inflate to %d", p.StoredSize, p.Size)
 	}
 	return ""

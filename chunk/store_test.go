@@ -34,8 +34,9 @@ func TestRoundTrip(t *testing.T) {
 		e := newEnv(t, srv)
 		const cs = DefaultChunkSize
 		sizes := []int{0, 1, DefaultInlineLimit, DefaultInlineLimit + 1, cs - 1, cs, cs + 1, 5*cs + 123}
-		for _, comp := range []Compression{None, Gzip} {
-			st := e.store(t, func(o *Options) { o.Compression = comp })
+		for _, comp := range []Compression{None, Gzip, Zstd} {
+			// Always compressed, whatever the size and ratio.
+			st := e.store(t, func(o *Options) { o.Compression, o.MinCompressSize, o.MaxCompressRatio = comp, -1, -1 })
 			for _, n := range sizes {
 				for _, mode := range []string{"bytes", "reader"} {
 					name := fmt.Sprintf("%s/%d/%s", comp, n, mode)
@@ -45,8 +46,8 @@ func TestRoundTrip(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						ctx := context.Background()
 						key := sKey(name)
-						// Compressible text for gzip, so its chunk count differs.
-						data := payload(n, uint64(n), comp == Gzip)
+						// Compressible text when compressed, so its chunk count differs.
+						data := payload(n, uint64(n), comp != None)
 						var info Info
 						var err error
 						if mode == "bytes" {
@@ -57,7 +58,11 @@ func TestRoundTrip(t *testing.T) {
 						if err != nil {
 							t.Fatalf("put: %v", err)
 						}
-						checkInfo(t, info, data, comp, cs)
+						wantComp := comp
+						if n == 0 {
+							wantComp = None // nothing to compress
+						}
+						checkInfo(t, info, data, wantComp, cs)
 						got, ginfo, err := st.Get(ctx, key)
 						if err != nil {
 							t.Fatalf("get: %v", err)
@@ -400,6 +405,8 @@ func TestCorruption(t *testing.T) {
 			{"flipped byte", None, flip(2, 17), 0},
 			{"flipped byte in last chunk", None, flip(5, 3), 0},
 			{"flipped byte gzip", Gzip, flip(1, 500), 0},
+			{"flipped byte zstd", Zstd, flip(1, 500), 0},
+			{"flipped zstd frame magic", Zstd, flip(1, 1), 0},
 			{"missing chunk", None, func(t *testing.T, key Key, info Info) {
 				setChunk(t, key, info, 3, func([]byte) []byte { return nil })
 			}, 3},
@@ -407,6 +414,9 @@ func TestCorruption(t *testing.T) {
 				setChunk(t, key, info, 2, func(d []byte) []byte { return d[:len(d)-1] })
 			}, 0},
 			{"longer chunk", Gzip, func(t *testing.T, key Key, info Info) {
+				setChunk(t, key, info, info.Chunks, func(d []byte) []byte { return append(d, 0) })
+			}, 0},
+			{"longer chunk zstd", Zstd, func(t *testing.T, key Key, info Info) {
 				setChunk(t, key, info, info.Chunks, func(d []byte) []byte { return append(d, 0) })
 			}, 0},
 			{"inline byte", None, func(t *testing.T, key Key, info Info) {
@@ -420,7 +430,7 @@ func TestCorruption(t *testing.T) {
 		}
 		for i, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				st := e.store(t, func(o *Options) { o.ChunkSize = 1000; o.Compression = tt.comp })
+				st := e.store(t, func(o *Options) { o.ChunkSize = 1000; o.Compression = tt.comp; o.MaxCompressRatio = -1 })
 				key := sKey(fmt.Sprint("c", i))
 				n := 4500
 				if tt.name == "inline byte" {

@@ -226,6 +226,8 @@ type Client interface {
 	CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DeleteTable(context.Context, *dynamodb.DeleteTableInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
 	ListTables(context.Context, *dynamodb.ListTablesInput, ...func(*dynamodb.Options)) (*dynamodb.ListTablesOutput, error)
+	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	UpdateTable(context.Context, *dynamodb.UpdateTableInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 }
 
 // Tables creates and retires a router's tables. Create it with New. Safe
@@ -234,15 +236,18 @@ type Tables struct {
 	c        Client
 	r        Router
 	template dynamodb.CreateTableInput
+	o        Options
 }
 
 var _ Client = (*dynamodb.Client)(nil)
 
 // New returns Tables for router r through client c. template describes
 // every period's table (key schema, billing, indexes); its TableName is
-// ignored. It returns an error matching ErrInvalid for a nil client, a
-// nil template or a Router that fails Check, and sends no request.
-func New(c Client, r Router, template *dynamodb.CreateTableInput) (*Tables, error) {
+// ignored. optFns set the per-period throughput (see Options; none keeps
+// today's behaviour). It returns an error matching ErrInvalid for a nil
+// client, a nil template, a Router that fails Check or Options that fail
+// their rules, and sends no request.
+func New(c Client, r Router, template *dynamodb.CreateTableInput, optFns ...func(*Options)) (*Tables, error) {
 	switch {
 	case errs.IsNil(c):
 		return nil, fmt.Errorf("%w: timeseries.New: nil client", ErrInvalid)
@@ -252,7 +257,16 @@ func New(c Client, r Router, template *dynamodb.CreateTableInput) (*Tables, erro
 	if err := r.Check(); err != nil {
 		return nil, err
 	}
-	return &Tables{c: c, r: r, template: *template}, nil
+	var o Options
+	for _, f := range optFns {
+		if f != nil {
+			f(&o)
+		}
+	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	return &Tables{c: c, r: r, template: *template, o: o}, nil
 }
 
 // Router returns the router the Tables serve.
@@ -268,8 +282,11 @@ func (m *Tables) check(ctx context.Context) error {
 
 // Ensure creates the table holding now and those of the next ahead periods
 // if they do not exist yet, so that writes at a period boundary never meet
-// a table still being created. It returns the names it created. A table
-// that already exists is not an error: several instances may run Ensure. A
+// a table still being created. It returns the names it created. The
+// tables of the first Options.HotPeriods periods (now's and the next, by
+// default) are created with Options.Hot, the others as the template says.
+// A table that already exists is left as it is, not an error: several
+// instances may run Ensure. A
 // negative ahead fails with ErrInvalid, as does an invalid Tables.
 func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) ([]string, error) {
 	if err := m.check(ctx); err != nil {
@@ -282,6 +299,9 @@ func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) ([]string
 	t := m.r.Start(now)
 	for i := 0; i <= ahead; i++ {
 		in := m.template
+		if i < m.o.hotPeriods() {
+			in = m.hot(in)
+		}
 		name := m.r.table(t)
 		in.TableName = aws.String(name)
 		_, err := m.c.CreateTable(ctx, &in)

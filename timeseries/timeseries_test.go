@@ -252,6 +252,16 @@ func (c *countingClient) DeleteTable(ctx context.Context, in *dynamodb.DeleteTab
 	return c.Client.DeleteTable(ctx, in, optFns...)
 }
 
+func (c *countingClient) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	c.n.Add(1)
+	return c.Client.DescribeTable(ctx, in, optFns...)
+}
+
+func (c *countingClient) UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
+	c.n.Add(1)
+	return c.Client.UpdateTable(ctx, in, optFns...)
+}
+
 func (c *countingClient) ListTables(ctx context.Context, in *dynamodb.ListTablesInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ListTablesOutput, error) {
 	c.n.Add(1)
 	return c.Client.ListTables(ctx, in, optFns...)
