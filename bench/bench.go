@@ -476,14 +476,11 @@ func (b *bencher) client(endpoint string, conns int) *dynamodb.Client {
 	})
 }
 
-// fullJitter waits a random time in [0, min(maxDelay, base·2^attempt)).
+// fullJitter waits a random time in [0, min(maxDelay, base·2^attempt)),
+// the library's own backoff.
 func fullJitter(base, maxDelay time.Duration) retry.BackoffDelayerFunc {
 	return func(attempt int, _ error) (time.Duration, error) {
-		d := maxDelay
-		if attempt < 30 {
-			d = min(maxDelay, base<<attempt)
-		}
-		return time.Duration(randFloat() * float64(d)), nil
+		return backoff.Jitter(backoff.Cap(base, maxDelay, attempt)), nil
 	}
 }
 

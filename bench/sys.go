@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,8 +16,6 @@ import (
 
 	"github.com/dynashard/dynashard/internal/localddb"
 )
-
-func randFloat() float64 { return rand.Float64() }
 
 // machine describes where the figures came from.
 type machine struct {

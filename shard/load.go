@@ -152,24 +152,7 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 		stats  LoadStats
 		failed []FailedItem[T]
 	)
-	entries := func(yield func(loadEntry) bool) {
-		for base, item := range items {
-			stats.Read++
-			av, _, err := t.marshal(base, item, t.opts)
-			if err == nil {
-				err = t.l.Record(ctx, t.c, base)
-			}
-			if err != nil {
-				failed = append(failed, FailedItem[T]{Base: base, Item: item, Err: err})
-				continue
-			}
-			size, _ := ddbsize.ItemSize(av) // checked by marshal
-			e := loadEntry{pk: keyString(av[t.l.PartitionKey]), write: batch.Write{Table: t.l.Table, Put: av}, size: size}
-			if !yield(e) {
-				return
-			}
-		}
-	}
+	entries := t.loadEntries(ctx, items, &stats, &failed)
 	var dropped []batch.Write
 	ordered := interleave(entries, func(e loadEntry) string { return e.pk }, func(e loadEntry) int { return e.size },
 		o.BufferItems, o.BufferBytes, func(e loadEntry) { dropped = append(dropped, e.write) })
@@ -205,6 +188,37 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 		return stats, nil
 	}
 	return stats, &LoadError[T]{Failed: failed, Err: err}
+}
+
+// loadEntries marshals the pairs of items into writes, counting each pair
+// read in stats and reporting each one rejected in failed. The first item
+// of each base checks (or writes) the base's layout record; the set of
+// bases checked is per load and bounded, the shared cache behind it too.
+func (t *Table[T]) loadEntries(ctx context.Context, items iter.Seq2[string, T], stats *LoadStats, failed *[]FailedItem[T]) iter.Seq[loadEntry] {
+	recorded := map[string]bool{}
+	return func(yield func(loadEntry) bool) {
+		for base, item := range items {
+			stats.Read++
+			av, _, err := t.marshal(base, item, t.opts)
+			if err == nil && !recorded[base] {
+				if err = t.l.Record(ctx, t.c, base); err == nil {
+					if len(recorded) >= 1<<12 {
+						clear(recorded)
+					}
+					recorded[base] = true
+				}
+			}
+			if err != nil {
+				*failed = append(*failed, FailedItem[T]{Base: base, Item: item, Err: err})
+				continue
+			}
+			size, _ := ddbsize.ItemSize(av) // checked by marshal
+			e := loadEntry{pk: keyString(av[t.l.PartitionKey]), write: batch.Write{Table: t.l.Table, Put: av}, size: size}
+			if !yield(e) {
+				return
+			}
+		}
+	}
 }
 
 // failedWrite rebuilds the item of a write that was not done.

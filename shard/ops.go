@@ -24,13 +24,11 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 		return err
 	}
 	in := &dynamodb.PutItemInput{TableName: aws.String(t.l.Table), Item: av}
-	e, ok, err := expr(o.Condition, nil)
+	c, err := t.condition(base, id, o)
 	if err != nil {
-		return t.itemErr(base, id, fmt.Errorf("condition: %w", err))
+		return err
 	}
-	if ok {
-		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.Condition(), e.Names(), e.Values()
-	}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
 	if err := t.l.Record(ctx, t.c, base); err != nil {
 		return err
 	}
@@ -122,13 +120,11 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 		return err
 	}
 	in := &dynamodb.DeleteItemInput{TableName: aws.String(t.l.Table), Key: key}
-	e, ok, err := expr(o.Condition, nil)
+	c, err := t.condition(base, id, o)
 	if err != nil {
-		return t.itemErr(base, id, fmt.Errorf("condition: %w", err))
+		return err
 	}
-	if ok {
-		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.Condition(), e.Names(), e.Values()
-	}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
 	if err := t.l.Verify(ctx, t.c, base); err != nil {
 		return err
 	}
@@ -136,4 +132,23 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 		return t.requestErr("DeleteItem", pk, id, err)
 	}
 	return nil
+}
+
+// condition is Options.Condition as a request's expression fields, all nil
+// when there is none.
+type condition struct {
+	expr   *string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+func (t *Table[T]) condition(base, id string, o Options) (condition, error) {
+	e, ok, err := expr(o.Condition, nil)
+	if err != nil {
+		return condition{}, t.itemErr(base, id, fmt.Errorf("condition: %w", err))
+	}
+	if !ok {
+		return condition{}, nil
+	}
+	return condition{e.Condition(), e.Names(), e.Values()}, nil
 }

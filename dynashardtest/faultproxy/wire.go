@@ -47,22 +47,22 @@ func decodeAV(raw json.RawMessage) (types.AttributeValue, error) {
 	if len(m) != 1 {
 		return nil, fmt.Errorf("attribute value with %d members", len(m))
 	}
-	for k, v := range m {
-		switch k {
-		case "S", "N", "B", "BOOL", "NULL":
-			return decodeScalar(k, v)
-		case "SS", "NS", "BS":
-			return decodeSet(k, v)
-		case "M":
-			item, err := decodeItem(v)
-			return &types.AttributeValueMemberM{Value: item}, err
-		case "L":
-			return decodeList(v)
-		default:
-			return nil, fmt.Errorf("unknown attribute type %q", k)
-		}
+	var k string
+	var v json.RawMessage
+	for k, v = range m { // the one member
 	}
-	panic("unreachable")
+	switch k {
+	case "S", "N", "B", "BOOL", "NULL":
+		return decodeScalar(k, v)
+	case "SS", "NS", "BS":
+		return decodeSet(k, v)
+	case "M":
+		item, err := decodeItem(v)
+		return &types.AttributeValueMemberM{Value: item}, err
+	case "L":
+		return decodeList(v)
+	}
+	return nil, fmt.Errorf("unknown attribute type %q", k)
 }
 
 func decodeScalar(typ string, v json.RawMessage) (types.AttributeValue, error) {

@@ -69,7 +69,9 @@
 // input order, wrapping the cause. Entries of a request that failed are
 // listed as not done although DynamoDB may have applied them; whole-item
 // puts and deletes are idempotent, so sending them again is safe. Every
-// goroutine has ended, and no request is in flight, when a call returns.
+// goroutine has ended, and no request is in flight, when a call returns. A
+// panic of the client or of a WriteSeq sequence stops the call the same way
+// and is then raised again in the caller's goroutine, never in the engine's.
 //
 // # SDK client settings
 //

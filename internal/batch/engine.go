@@ -69,8 +69,8 @@ type engine struct {
 	stats        Stats
 }
 
-// pullPanic carries a panic of the caller's sequence out of a worker, to
-// be raised again in the caller's goroutine.
+// pullPanic carries a panic of the caller's sequence or client out of a
+// worker, to be raised again in the caller's goroutine.
 type pullPanic struct{ value any }
 
 var errPullPanic = errors.New("batch: the input sequence panicked")
@@ -102,8 +102,8 @@ func newEngine(opts Options, send sender, maxCount int, maxBytes int64, sizeDriv
 
 // run drives the call to its end and returns the entries not done, in
 // input order, with the cause. Every goroutine it starts has ended when it
-// returns. A panic of the input sequence is raised again here, in the
-// caller's goroutine, once the requests in flight have ended.
+// returns. A panic of the input sequence or of the client is raised again
+// here, in the caller's goroutine, once the requests in flight have ended.
 func (e *engine) run(ctx context.Context) ([]*job, error) {
 	e.lastProgress = time.Now()
 	cancelled := make(chan struct{})
@@ -298,8 +298,10 @@ func (e *engine) pullLocked() (j *job) {
 	return j
 }
 
-// sendOne sends one request within the in-flight byte bound.
-func (e *engine) sendOne(ctx context.Context, batch []*job) outcome {
+// sendOne sends one request within the in-flight byte bound. A panic of
+// the client is kept, fails the call, and is raised again in the caller's
+// goroutine by run.
+func (e *engine) sendOne(ctx context.Context, batch []*job) (out outcome) {
 	var weight int64 = requestOverhead
 	for _, j := range batch {
 		weight += j.wire
@@ -309,8 +311,20 @@ func (e *engine) sendOne(ctx context.Context, batch []*job) outcome {
 		return outcome{err: err}
 	}
 	defer e.sem.Release(weight)
+	defer func() {
+		if v := recover(); v != nil {
+			e.mu.Lock()
+			if e.panicked == nil {
+				e.panicked = &pullPanic{value: v}
+			}
+			e.mu.Unlock()
+			out = outcome{err: errClientPanic}
+		}
+	}()
 	return e.send(ctx, batch)
 }
+
+var errClientPanic = errors.New("batch: the client panicked")
 
 // settle records the outcome of a request. When entries are to be sent
 // again it returns them with the time to wait first; otherwise the request

@@ -167,3 +167,23 @@ func TestWriteSeqNil(t *testing.T) {
 		t.Fatalf("got %v after %d requests, want ErrInvalidWrite and none", err, sc.calls())
 	}
 }
+
+// TestClientPanic: a panic of the client, in one of the engine's workers,
+// is raised in the caller's goroutine after every worker has ended.
+func TestClientPanic(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	sc := newScript(func(call int, b []*job) outcome {
+		if call == 2 {
+			panic("client bug")
+		}
+		return outcome{}
+	})
+	got := func() (v any) {
+		defer func() { v = recover() }()
+		_, _ = writeAll(context.Background(), sc.send, puts([]string{"t"}, 500), testOpts(keyAttrs("t"), func(o *Options) { o.MaxConcurrency = 4 }))
+		return nil
+	}()
+	if got != "client bug" {
+		t.Fatalf("recovered %v, want the client's panic value", got)
+	}
+}
