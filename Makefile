@@ -5,12 +5,14 @@ GO ?= go
 
 # test installs the local servers (once; cached), checks formatting and vet,
 # and runs every test with the race detector; integration tests run against
-# both DynamoDB Local and dynalite. The bench and the examples are modules of
-# their own (bench/, examples/), so their tests run from there.
+# both DynamoDB Local and dynalite. The bench, the examples and the S3
+# adapter (s3blob/, tested against s3rver too) are modules of their own, so
+# their tests run from there.
 test: servers vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 	cd bench && $(GO) test -race -count=1 -timeout 30m ./...
 	cd examples && $(GO) test -race -count=1 -timeout 30m ./...
+	cd s3blob && $(GO) test -race -count=1 -timeout 30m ./...
 
 # demo runs examples/demo, in the examples module.
 demo: servers
@@ -21,7 +23,7 @@ servers:
 
 # vet checks gofmt on every Go file git knows or would add (untracked ones
 # too, so that a new file is checked before its first commit), then runs
-# go vet in every module: the library, bench/ and examples/.
+# go vet in every module: the library, bench/, examples/ and s3blob/.
 vet:
 	@files=$$(for f in $$(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'); do \
 	    [ -f "$$f" ] && echo "$$f"; done); \
@@ -30,6 +32,7 @@ vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	cd examples && $(GO) vet ./...
+	cd s3blob && $(GO) vet ./...
 
 bench: servers
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -11,15 +11,15 @@ import (
 )
 
 // Delete removes the parent item under key, with its caller attributes, and
-// then the chunks of the version it held. The parent goes first, with a
-// condition on that version, so no reader is ever directed to deleted
-// chunks and a Put that started from the deleted version fails with
-// ErrConflict instead of bringing it back. If a Put replaces the version
-// between Delete's read and its delete, Delete starts over with the new
-// one, up to Options.ReadAttempts times, then fails with ErrConflict.
-// optFns change the Store's Options for this call (ReadAttempts,
-// RetainOld, MaxConcurrency); Delete reads the parent consistently
-// whatever ConsistentRead says.
+// then the chunks (or the object, see Options.Objects) of the version it
+// held. The parent goes first, with a condition on that version, so no
+// reader is ever directed to deleted chunks and a Put that started from
+// the deleted version fails with ErrConflict instead of bringing it back.
+// If a Put replaces the version between Delete's read and its delete,
+// Delete starts over with the new one, up to Options.ReadAttempts times,
+// then fails with ErrConflict. optFns change the Store's Options for this
+// call (ReadAttempts, RetainOld, MaxConcurrency); Delete reads the parent
+// consistently whatever ConsistentRead says.
 //
 // Deleting a key that holds no payload (no parent item, or one without a
 // payload, which is left as it is) succeeds and returns nil, as DynamoDB's
@@ -47,9 +47,9 @@ func (s *Store) Delete(ctx context.Context, key Key, optFns ...func(*Options)) e
 		_, err = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName:                 &s.parents,
 			Key:                       key.item(),
-			ConditionExpression:       aws.String("#v = :v"),
+			ConditionExpression:       aws.String(cur.deleteCondition()),
 			ExpressionAttributeNames:  map[string]string{"#v": attrVersion},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: cur.version}},
+			ExpressionAttributeValues: cur.deleteValues(),
 		})
 		var ccf *types.ConditionalCheckFailedException
 		if err != nil && !errors.As(err, &ccf) {
@@ -59,6 +59,9 @@ func (s *Store) Delete(ctx context.Context, key Key, optFns ...func(*Options)) e
 		// are never reused it never will be again: its chunks are garbage.
 		if !s.opts.RetainOld && cur.chunks > 0 {
 			s.deleteChunks(ctx, prefix, cur.version, cur.chunks)
+		}
+		if !s.opts.RetainOld && cur.object != "" {
+			s.deleteObject(ctx, cur.object)
 		}
 		if err == nil {
 			return nil

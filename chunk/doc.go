@@ -138,6 +138,22 @@
 // final io.EOF. Once the ctx of Get or Open is done, no more bytes are
 // returned, even from chunks already fetched: Read fails with its error.
 //
+// When DynamoDB throttles chunk reads, a Reader backs off: a BatchGetItem
+// call that fails with a throttling error
+// (ProvisionedThroughputExceededException, ThrottlingException, …) once
+// the SDK's retries are spent, or that the SDK's retryer had to retry
+// after one, halves the calls the Reader keeps in flight, down to 1, at
+// most once per round of calls; each call that met no throttle adds
+// 1/limit back, up to the window's bound above. Unprocessed keys are not
+// taken as throttling (DynamoDB also leaves keys unprocessed when more
+// than 1 MB is asked of one partition); the batch engine resends them
+// with backoff. A Reader keeps its limit from window to window, and the
+// Store keeps the limit the last window (of any Reader) ended with: a
+// Reader's first window starts there. Store.ReadStats reports
+// the calls, the throttled ones, the cuts and the limits. A read that
+// backs off is slower, never different: the payload and its checks are
+// the same.
+//
 // Delete removes the parent first, conditional on the version it read
 // consistently, and then that version's chunks: a reader can never follow
 // a parent to chunks that are gone for good, and a Put that started from
@@ -156,6 +172,135 @@
 // a version older than Grace/2, so a version past Grace that is not current
 // never will be. Writers' and sweepers' clocks must agree to within Grace/2.
 //
+// # S3 offload
+//
+// The guide's third answer to the item limit: keep the payload in Amazon
+// S3 and its identifier in the item. With Options.Objects set, Put stores
+// a payload of Options.ObjectThreshold bytes or more (1 MiB by default;
+// negative: every payload) as one object instead of chunks, behind the
+// same parent protocol. The object is written first, under a key unique to
+// the write attempt that names the parent:
+//
+//	<ObjectPrefix><rendered parent key>/<version>
+//
+// where ObjectPrefix defaults to "dynashard/<parent table>/" and the
+// rendered key is the chunk-key prefix ("DynamoDB#Thread1"), replaced by
+// "sha256-" and a hash of the key when it holds characters outside S3's
+// safe set (letters, digits, !-_.*'() and '#') or would take the key past
+// S3's 1,024 bytes. The object's user metadata records the parent table
+// and the parent's key (dynashard-table, dynashard-parent: base64url of
+// JSON), for Sweep and for maintenance; a key that cannot fit S3's 2 KB of
+// metadata fails with ErrInvalidKey before any request. Then the parent
+// flips with the same conditional UpdateItem, lost responses settled the
+// same way, recording
+//
+//	ChunkObject  S  the object's key
+//	ChunkCount   N  -1
+//
+// besides ChunkVersion, ChunkBytes, ChunkStoredBytes, ChunkSHA256 and
+// ChunkEncoding as for chunks (compression applies to objects too). A
+// ChunkCount of -1 makes a reader that knows only chunks (this package
+// before offload) fail with a *CorruptError, never read an empty or inline
+// payload; a Store without Objects fails with an error naming
+// Options.Objects. After the flip the replaced payload's object (or
+// chunks) is deleted, unless RetainOld; a loser of the flip deletes its
+// object and returns ErrConflict. Delete removes the parent first, then
+// the object. Readers follow the parent: Get and Open read the object with
+// ranged GETs of at most 8 MiB each, one at a time, so a Reader holds at
+// most 8 MiB of it; an object missing under a reader is handled as a
+// missing chunk is (a replaced version means start over, or ErrConflict
+// once bytes were returned; the same version means *CorruptError). Length
+// and SHA-256 are verified as for chunks.
+//
+// Sweep also lists the objects under ObjectPrefix (ListObjectsV2), skips
+// those whose version or LastModified is younger than Grace, reads the
+// metadata of the others (one HEAD each), reads their parent consistently
+// (once per parent) and deletes the objects whose version it does not
+// hold. Objects of another table, or whose key or metadata this package
+// did not write, are counted (SweepStats.ObjectsForeign) and left alone.
+// Orphans come from the same places as orphaned chunks: a Put stopped
+// after its upload and before its flip, a failed delete after a flip, and
+// RetainOld. A multipart upload that never completed is no object and is
+// not listed: a bucket lifecycle rule (AbortIncompleteMultipartUpload)
+// removes those.
+//
+// ObjectStore is the small interface the Store needs (streaming Put with
+// metadata, ranged GetRange, Metadata, Delete, List by prefix). The
+// implementation on Amazon S3 is module github.com/dynashard/dynashard/s3blob,
+// a module of its own so that this module's go.mod does not list the S3
+// SDK and programs that never offload never build it. It uploads objects
+// above its part size (8 MiB by default) with multipart upload, parts in
+// parallel (4 by default), streamed from the payload: Put and PutReader
+// hold at most the adapter's parts in flight, plus, for PutReader without
+// a Len method, up to ObjectThreshold bytes read to decide where the
+// payload goes. It is tested against s3rver 3.7.1, a local S3-compatible
+// server the project installs and starts (internal/locals3 says what it
+// lacks), with DynamoDB Local and dynalite, and a fault proxy failing PUT,
+// UploadPart, multipart completion and DeleteObjects and resetting
+// connections mid-upload. Options.Guide.Write and Objects exclude each
+// other: the guide's layout cannot record an object.
+//
+// # The guide's layout
+//
+// Tables that other code wrote in the layout the DynamoDB guide shows
+// ("Break up large attributes across multiple items") are read, and
+// written, as they are, with Options.Guide; the option GuideLayout sets
+// the guide's names and both:
+//
+//	st, err := chunk.New(client, "Reply", "ReplyChunks", chunk.GuideLayout)
+//
+//	parent  ChunkVersion  N  the version: 1, 2, … (absent for a short message)
+//	        ChunkCount    N  its number of chunks (absent for a short message)
+//	        Message       S  a short message (Guide.InlineAttribute and InlineType)
+//	chunk   Id            S  "DynamoDB#Thread1#2012-03-15T20:42:54.023Z#1#1": the key, version, seq
+//	        Message       S  its part of the text (Guide.DataAttribute and DataType)
+//
+// Reading. A parent whose ChunkVersion is a number, or that has no
+// ChunkVersion but holds Guide.InlineAttribute, is in the guide's layout
+// (Info.Guide); any other in this package's, so a Store with Options.Guide
+// reads both. The guide records no length and no checksum: a read checks
+// that every one of ChunkCount chunks is there (a missing one is a
+// *CorruptError, after the same re-reads as in this package's layout) and
+// the length where the parent records ChunkBytes (and the SHA-256 where it
+// records ChunkSHA256). Info.NoChecksum says so, and Info.Size is -1 for a
+// chunked payload whose length is recorded nowhere until Get has read it.
+// Text damaged into other valid text cannot be told from the payload.
+// Without Options.Guide, a parent whose ChunkVersion is a number is a
+// *CorruptError and the guide's short message is no payload (ErrNotFound).
+//
+// Writing. With Guide.Write, Put keeps the guide's layout, so readers that
+// know only the guide keep working: ChunkVersion a number, ChunkCount for
+// a chunked payload, the text in Message, and of this package's own only
+// ChunkPrevious on the parent (it settles a lost flip response, as in this
+// package's layout) and Parent on chunk items, which such readers ignore
+// (Guide.Checksum adds ChunkBytes and ChunkSHA256). The next version is
+// not "the version read plus one": two writers that read version v would
+// both write the chunks of v+1 (BatchWriteItem has no conditions),
+// overwriting each other's before one lost the flip, and a reader
+// following the winner could read the loser's text. Put first reserves a
+// number above the version it read with one atomic conditional UpdateItem
+// on a counter item in the chunk table (key "<parent key>#ChunkVersion",
+// never deleted, so no number is used twice, even after a Delete); it
+// writes chunks under that number only, and flips the parent with the
+// same compare-and-set on the version read as in this package's layout,
+// settling a lost response the same way. The counter costs one UpdateItem
+// (one write unit) per Put. An S attribute holds only valid UTF-8
+// (ErrInvalid otherwise), so text chunks are cut on rune boundaries; and
+// New refuses Compression and Objects with Guide.Write (ErrInvalid): the
+// guide's layout records neither. Sweep leaves the guide's layout alone:
+// its chunk keys carry no creation time, so Sweep counts them, and the
+// counters, as Foreign; chunks of a failed guide-layout Put whose own
+// clean-up failed stay until removed by hand.
+//
+// Migrating to this package's checksummed layout: first switch every
+// reader to a Store with Options.Guide (Write false), which reads both
+// layouts; then switch the writers to the same Options: every Put writes
+// this package's layout, removing the guide's inline attribute and the old
+// chunks. Readers go first because readers that know only the guide cannot
+// read the new layout. Migrate rewrites one item at once (a consistent Get,
+// then a Put on condition that the version read is still current); items
+// never written again can be moved by calling it for each key.
+//
 // # Limits
 //
 // DefaultChunkSize (384 KiB) keeps every chunk item under 400,000 bytes
@@ -171,6 +316,35 @@
 // BatchWriteItem requests and one UpdateItem to write (plus one GetItem),
 // one GetItem and 5 BatchGetItem requests to read (the fewest possible:
 // 4 of 40 chunks and one of 11, in 3 windows of 2, 2 and 1 requests).
+//
+// # Cost
+//
+// What one payload costs, by where it is stored, for the first Put of a
+// key and one Get: the guide's Reply key, default Options, an
+// incompressible payload. Write units are DynamoDB's, one per 1 KB of each
+// item written; read units are an eventually consistent read's, half a
+// unit per 4 KB of each item read; both rounded up per item. Put's
+// consistent GetItem of the parent is not counted. Replacing a payload
+// also deletes the old version: its chunks cost their write units again (a
+// delete is charged by the item's size), an object one S3 DELETE. The S3
+// rows count DynamoDB units for the parent only, and assume uploads in
+// 8 MiB parts above 8 MiB (s3blob.DefaultPartSize; an adapter chooses its
+// own) and a Reader's ranged GETs of 8 MiB. Inline needs
+// Options.InlineLimit at least the payload's size, S3 Options.Objects and
+// an Options.ObjectThreshold at most the payload's size (1 MiB by
+// default). The package computes the
+// table from its own size rules, and a test keeps this text in step:
+//
+//	payload  stored as  requests to write                                              write units  requests to read           read units
+//	100 KiB  inline     GetItem, UpdateItem                                            101          GetItem                    13
+//	100 KiB  chunks     GetItem, BatchWriteItem, UpdateItem                            102          GetItem, BatchGetItem      13.5
+//	100 KiB  S3         GetItem, S3 PUT, UpdateItem                                    1            GetItem, S3 GET            0.5
+//	1 MiB    inline     does not fit the 400 KB item
+//	1 MiB    chunks     GetItem, BatchWriteItem, UpdateItem                            1,028        GetItem, BatchGetItem      130
+//	1 MiB    S3         GetItem, S3 PUT, UpdateItem                                    1            GetItem, S3 GET            0.5
+//	64 MiB   inline     does not fit the 400 KB item
+//	64 MiB   chunks     GetItem, 7 BatchWriteItem, UpdateItem                          65,708       GetItem, 5 BatchGetItem    8,278
+//	64 MiB   S3         GetItem, S3 multipart (create, 8 parts, complete), UpdateItem  1            GetItem, 8 S3 ranged GETs  0.5
 //
 // # Failure modes
 //

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/dynashard/dynashard/internal/adapt"
 )
 
 // Get returns the payload stored under key, verified: its length and
@@ -66,9 +68,17 @@ func (s *Store) Resolve(ctx context.Context, key Key, item map[string]types.Attr
 func (s *Store) readFull(r *Reader) ([]byte, Info, error) {
 	defer r.Close()
 	for {
-		data, err := readAll(r, min(r.p.Size, s.opts.MaxSize))
+		hint := r.p.Size
+		if hint < 0 {
+			hint = s.opts.MaxSize // the guide's layout records no length
+		}
+		data, err := readAll(r, min(hint, s.opts.MaxSize))
 		if err == nil {
-			return data, r.p.Info, nil
+			info := r.p.Info
+			if info.Size < 0 {
+				info.Size, info.StoredSize = int64(len(data)), r.stored
+			}
+			return data, info, nil
 		}
 		if !errors.Is(err, ErrConflict) || r.attempts >= s.opts.ReadAttempts {
 			return nil, Info{}, err
@@ -165,8 +175,11 @@ type Reader struct {
 	overhead int // the most bytes a chunk item of key adds to its data
 	attempts int // versions tried
 
+	lim *adapt.Limiter // BatchGetItem calls in flight (see ReadStats)
+
 	p         parent
 	next      int      // next chunk to fetch, 1-based
+	objOff    int64    // next stored byte to fetch of an offloaded payload
 	window    [][]byte // fetched chunks not yet read
 	cur       []byte
 	inlined   bool  // the inline payload has been handed out
@@ -196,6 +209,7 @@ func (r *Reader) Close() error {
 func (r *Reader) reset(p parent) {
 	r.p = p
 	r.next = 1
+	r.objOff = 0
 	r.window, r.cur, r.inlined, r.stored = nil, nil, false, 0
 	r.hash = sha256.New()
 	r.delivered = 0
@@ -238,7 +252,7 @@ func (r *Reader) Read(b []byte) (int, error) {
 	if n > 0 {
 		r.hash.Write(b[:n])
 		r.delivered += int64(n)
-		if r.delivered > r.p.Size {
+		if r.p.Size >= 0 && r.delivered > r.p.Size {
 			return r.fail(r.corrupt(0, fmt.Sprintf("payload longer than the %d bytes recorded", r.p.Size)))
 		}
 	}
@@ -301,17 +315,20 @@ func (r *Reader) corrupt(seq int, why string) *CorruptError {
 
 // verify checks the whole payload at its end.
 func (r *Reader) verify() error {
-	if r.stored != r.p.StoredSize {
+	if r.p.StoredSize >= 0 && r.stored != r.p.StoredSize {
 		return r.corrupt(0, fmt.Sprintf("stored bytes %d, parent says %d", r.stored, r.p.StoredSize))
 	}
-	if r.delivered != r.p.Size {
+	if r.p.Size >= 0 && r.delivered != r.p.Size {
 		return r.corrupt(0, fmt.Sprintf("payload is %d bytes, parent says %d", r.delivered, r.p.Size))
 	}
 	if r.p.Compression != None {
 		// The compressed stream must have used every stored byte.
-		if len(r.cur) > 0 || len(r.window) > 0 || r.next <= r.p.Chunks {
+		if len(r.cur) > 0 || len(r.window) > 0 || r.next <= r.p.Chunks || r.objOff < r.p.StoredSize && r.p.Object != "" {
 			return r.corrupt(0, "bytes after the end of the compressed stream")
 		}
+	}
+	if r.p.NoChecksum {
+		return nil // the guide's layout: the chunk count was checked as they were read
 	}
 	var sum [sha256.Size]byte
 	r.hash.Sum(sum[:0])
@@ -380,6 +397,10 @@ func (s storedStream) Read(b []byte) (int, error) {
 			r.cur = r.window[0]
 			r.window[0] = nil // let a consumed chunk go before the window ends
 			r.window = r.window[1:]
+		case r.p.Object != "":
+			if err := r.fetchObject(); err != nil { // io.EOF at the end
+				return 0, err
+			}
 		case r.p.Chunks == 0:
 			if r.inlined {
 				return 0, io.EOF
@@ -400,7 +421,7 @@ func (s storedStream) Read(b []byte) (int, error) {
 	n := copy(b, r.cur)
 	r.cur = r.cur[n:]
 	r.stored += int64(n)
-	if r.stored > r.p.StoredSize {
+	if r.p.StoredSize >= 0 && r.stored > r.p.StoredSize {
 		return n, r.corrupt(0, fmt.Sprintf("more than the %d stored bytes recorded", r.p.StoredSize))
 	}
 	return n, nil
@@ -432,6 +453,11 @@ func (r *Reader) windowSize() (perRequest, requests int) {
 func (r *Reader) fetch() error {
 	s := r.s
 	perRequest, requests := r.windowSize()
+	// The window's BatchGetItem calls take slots of the Reader's limiter,
+	// which halves when DynamoDB throttles them (see ReadStats).
+	lim := r.limiter(requests)
+	r.s = s.limitedReads(lim)
+	defer func() { r.s = s; s.reads.settle(lim) }()
 	last := min(r.p.Chunks, r.next+perRequest*requests-1)
 	keys := make([]string, 0, last-r.next+1)
 	for seq := r.next; seq <= last; seq++ {
@@ -440,7 +466,7 @@ func (r *Reader) fetch() error {
 	// As few requests as the window's chunks need, evenly filled.
 	requests = (len(keys) + perRequest - 1) / perRequest
 	perRequest = (len(keys) + requests - 1) / requests
-	found, err := s.getChunks(r.ctx, keys, perRequest, false)
+	found, err := r.getChunks(keys, perRequest, false)
 	if err != nil {
 		return streamError{fmt.Errorf("chunk: get %v: reading chunks: %w", r.key, err)}
 	}
@@ -451,7 +477,7 @@ func (r *Reader) fetch() error {
 		}
 	}
 	if len(missing) > 0 {
-		again, err := s.getChunks(r.ctx, missing, perRequest, true)
+		again, err := r.getChunks(missing, perRequest, true)
 		if err != nil {
 			return streamError{fmt.Errorf("chunk: get %v: reading chunks: %w", r.key, err)}
 		}

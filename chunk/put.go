@@ -68,12 +68,20 @@ func (s *Store) Put(ctx context.Context, key Key, data []byte, optFns ...func(*P
 	if int64(len(data)) > s.opts.MaxSize {
 		return Info{}, fmt.Errorf("%w: key %v: payload of %d bytes, MaxSize %d", ErrTooLarge, key, len(data), s.opts.MaxSize)
 	}
+	if err := s.checkText(key, data); err != nil {
+		return Info{}, err
+	}
+	if s.offloads(int64(len(data))) {
+		return s.putObject(ctx, "Put", key, newBytesSource(data, s.opts), optFns)
+	}
 	return s.put(ctx, "Put", key, newBytesSource(data, s.opts), optFns)
 }
 
 // PutReader is Put for a payload of unknown length, read from r until
 // io.EOF. Memory stays bounded by the batches in flight, whatever the
-// payload's size. If r has a Len method (bytes.Reader, strings.Reader) a
+// payload's size; with Options.Objects, plus the object store's parts in
+// flight and up to ObjectThreshold bytes read first to choose between
+// chunks and an object (unless r has a Len method). If r has a Len method (bytes.Reader, strings.Reader) a
 // payload above Options.MaxSize is rejected before anything is written;
 // otherwise Put stops reading one byte past MaxSize, removes the chunks it
 // wrote and returns ErrTooLarge. An error from r is returned, wrapped, after
@@ -90,6 +98,9 @@ func (s *Store) PutReader(ctx context.Context, key Key, r io.Reader, optFns ...f
 	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) > s.opts.MaxSize {
 		return Info{}, fmt.Errorf("%w: key %v: payload of %d bytes, MaxSize %d", ErrTooLarge, key, l.Len(), s.opts.MaxSize)
 	}
+	if s.opts.Objects != nil {
+		return s.putReaderObject(ctx, key, r, optFns)
+	}
 	return s.put(ctx, "PutReader", key, newReaderSource(r, s.opts, s.opts.MaxSize), optFns)
 }
 
@@ -97,38 +108,39 @@ func (s *Store) PutReader(ctx context.Context, key Key, r io.Reader, optFns ...f
 type current struct {
 	exists  bool // the parent holds a payload
 	version string
+	value   types.AttributeValue // version as stored (S, or N in the guide's layout); nil for none
 	chunks  int
 	prev    string // the version this one replaced
+	object  string // the object holding the payload, if offloaded
 }
 
 // readCurrent reads the parent's version and chunk count consistently.
 func (s *Store) readCurrent(ctx context.Context, key Key) (current, error) {
+	proj, names := "#v, #c, #p, #o", map[string]string{"#v": attrVersion, "#c": attrCount, "#p": attrPrev, "#o": attrObject}
+	if g := s.opts.Guide; g != nil {
+		// The guide's short message has no ChunkVersion: only its inline
+		// attribute says the parent holds a payload.
+		proj, names["#i"] = proj+", #i", g.InlineAttribute
+	}
 	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                &s.parents,
 		Key:                      key.item(),
 		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#v, #c, #p"),
-		ExpressionAttributeNames: map[string]string{"#v": attrVersion, "#c": attrCount, "#p": attrPrev},
+		ProjectionExpression:     &proj,
+		ExpressionAttributeNames: names,
 	})
 	if err != nil {
 		return current{}, fmt.Errorf("chunk: read parent %v: %w", key, err)
 	}
-	v, ok := asS(out.Item[attrVersion])
-	if !ok {
-		return current{}, nil
+	c, err := s.parseCurrent(key, out.Item)
+	if o, ok := asS(out.Item[attrObject]); ok && c.exists {
+		c.object, c.chunks = o.Value, 0
 	}
-	c := current{exists: true, version: v.Value}
-	if n, ok := asN(out.Item[attrCount]); ok {
-		c.chunks, _ = strconv.Atoi(n.Value)
-	}
-	if p, ok := asS(out.Item[attrPrev]); ok {
-		c.prev = p.Value
-	}
-	return c, nil
+	return c, err
 }
 
 // callerAttributes validates and converts PutOptions.Attributes.
-func callerAttributes(method string, key Key, v any) (map[string]types.AttributeValue, error) {
+func callerAttributes(method string, key Key, v any, reservedName func(string) bool) (map[string]types.AttributeValue, error) {
 	var m map[string]types.AttributeValue
 	switch v := v.(type) {
 	case nil:
@@ -147,7 +159,7 @@ func callerAttributes(method string, key Key, v any) (map[string]types.Attribute
 			return nil, invalid(method, "key %v: PutOptions.Attributes: nil value at %s", key, path)
 		}
 		switch {
-		case isReserved(name) || name == "":
+		case reservedName(name) || name == "":
 			return nil, fmt.Errorf("%w: key %v: attribute %q", ErrReserved, key, name)
 		case name == key.PartitionName || (key.SortName != "" && name == key.SortName):
 			kv := key.Partition
@@ -217,7 +229,7 @@ func (s *Store) chunkTemplate(key Key, prefix string) (parentKey types.Attribute
 	parentKey = &types.AttributeValueMemberM{Value: key.item()}
 	item := map[string]types.AttributeValue{
 		s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: chunkKey(prefix, newVersion(time.Time{}), s.maxChunks)},
-		attrData:                 &types.AttributeValueMemberB{Value: []byte{}},
+		s.dataAttribute():        &types.AttributeValueMemberB{Value: []byte{}},
 		attrParent:               parentKey,
 	}
 	overhead, err = ddbsize.ItemSize(item)
@@ -231,11 +243,12 @@ func (s *Store) chunkTemplate(key Key, prefix string) (parentKey types.Attribute
 	return parentKey, overhead, nil
 }
 
-func (s *Store) put(ctx context.Context, method string, key Key, src *source, optFns []func(*PutOptions)) (Info, error) {
+func (s *Store) put(ctx context.Context, method string, key Key, raw *source, optFns []func(*PutOptions)) (Info, error) {
 	w, err := s.newWrite(method, key, optFns)
 	if err != nil {
 		return Info{}, err
 	}
+	src := s.payloadOf(raw)
 	first, err := w.readFirst(src)
 	if err != nil {
 		return Info{}, err
@@ -251,12 +264,18 @@ func (s *Store) put(ctx context.Context, method string, key Key, src *source, op
 	if err := w.checkParentSize(); err != nil {
 		return Info{}, err
 	}
+	if s.guideWrites() {
+		// Before any chunk: no two attempts may write the same chunk keys.
+		if err := w.reserve(ctx); err != nil {
+			return Info{}, err
+		}
+	}
 	if w.inline == nil {
 		if err := w.writeChunks(ctx, src, first); err != nil {
 			return Info{}, err
 		}
 		w.size, w.sum = src.checksum()
-		w.stored = src.stored
+		w.stored = src.storedBytes()
 	}
 	return w.commit(ctx)
 }
@@ -274,7 +293,7 @@ func (s *Store) newWrite(method string, key Key, optFns []func(*PutOptions)) (*w
 	if err != nil {
 		return nil, err
 	}
-	attrs, err := callerAttributes(method, key, po.Attributes)
+	attrs, err := callerAttributes(method, key, po.Attributes, s.reservedName)
 	if err != nil {
 		return nil, err
 	}
@@ -314,6 +333,7 @@ type write struct {
 	cur       current // the parent as read before writing; zero until then
 
 	inline []byte      // the stored payload when kept in the parent; nil when chunked
+	object string      // the object holding the payload when offloaded
 	enc    Compression // how the payload is stored, known after the first chunk
 	chunks int         // chunks handed to the batch engine
 	size   int64
@@ -324,7 +344,7 @@ type write struct {
 // readFirst reads the payload's first chunk and keeps the payload inline
 // if that chunk is short enough, which makes it the whole payload: only the
 // last chunk can be shorter than ChunkSize, and InlineLimit is below it.
-func (w *write) readFirst(src *source) ([]byte, error) {
+func (w *write) readFirst(src chunkSource) ([]byte, error) {
 	first, err := src.next()
 	if err != nil && err != io.EOF {
 		return nil, w.sourceError(err)
@@ -338,7 +358,7 @@ func (w *write) readFirst(src *source) ([]byte, error) {
 		w.inline = []byte{}
 	}
 	w.size, w.sum = src.checksum()
-	w.stored = src.stored
+	w.stored = src.storedBytes()
 	return first, nil
 }
 
@@ -351,7 +371,7 @@ func (w *write) sourceError(err error) error {
 
 // writeChunks streams the chunks into the chunk table, first being the
 // first one.
-func (w *write) writeChunks(ctx context.Context, src *source, first []byte) error {
+func (w *write) writeChunks(ctx context.Context, src chunkSource, first []byte) error {
 	var srcErr error
 	seq := func(yield func(chunkWrite) bool) {
 		c := first
@@ -378,7 +398,7 @@ func (w *write) writeChunks(ctx context.Context, src *source, first []byte) erro
 			}
 		}
 	}
-	err := w.s.putChunks(ctx, w.parentKey, seq)
+	err := w.s.writeChunkItems(ctx, w.parentKey, seq)
 	if srcErr != nil {
 		w.abandon(ctx)
 		return w.sourceError(srcErr)
@@ -393,6 +413,10 @@ func (w *write) writeChunks(ctx context.Context, src *source, first []byte) erro
 // abandon removes this write's chunks, unless ctx is done: a cancelled Put
 // writes nothing more and leaves its invisible chunks to Sweep.
 func (w *write) abandon(ctx context.Context) {
+	if w.object != "" {
+		w.s.deleteObject(ctx, w.object)
+		return
+	}
 	if ctx.Err() != nil || w.chunks == 0 {
 		return
 	}
@@ -403,6 +427,9 @@ func (w *write) abandon(ctx context.Context) {
 // sets and the names it removes (the store's optional attributes when
 // unused, and caller attributes given a nil value).
 func (w *write) parentUpdate() (set map[string]types.AttributeValue, remove []string) {
+	if w.s.guideWrites() {
+		return w.guideUpdate()
+	}
 	set = map[string]types.AttributeValue{
 		attrVersion: &types.AttributeValueMemberS{Value: w.version},
 		attrCount:   number(int64(w.chunks)),
@@ -423,6 +450,13 @@ func (w *write) parentUpdate() (set map[string]types.AttributeValue, remove []st
 		setOrRemove(attrInline, &types.AttributeValueMemberB{Value: w.inline})
 	} else {
 		setOrRemove(attrInline, nil)
+	}
+	setOrRemove(attrObject, optionalString(w.object))
+	if w.object != "" {
+		set[attrCount] = &types.AttributeValueMemberN{Value: objectCount}
+	}
+	if g := w.s.opts.Guide; g != nil && g.InlineAttribute != attrInline {
+		remove = append(remove, g.InlineAttribute) // a guide-layout parent's short message
 	}
 	for name, v := range w.attrs {
 		setOrRemove(name, v)
@@ -472,11 +506,7 @@ func (w *write) updateInput() (*dynamodb.UpdateItemInput, error) {
 	for _, name := range remove {
 		update = update.Remove(expression.NameNoDotSplit(name))
 	}
-	version := expression.NameNoDotSplit(attrVersion)
-	cond := expression.AttributeNotExists(version)
-	if w.cur.exists {
-		cond = version.Equal(expression.Value(&types.AttributeValueMemberS{Value: w.cur.version}))
-	}
+	cond := w.cur.condition()
 	if w.cond.IsSet() {
 		cond = cond.And(w.cond)
 	}
@@ -508,10 +538,17 @@ func (w *write) info() Info {
 	if attrs == nil {
 		attrs = map[string]types.AttributeValue{}
 	}
-	return Info{
+	i := Info{
 		Version: w.version, Size: w.size, StoredSize: w.stored, Chunks: w.chunks, SHA256: w.sum,
-		Compression: w.enc, Created: w.start, Attributes: attrs,
+		Compression: w.enc, Created: w.start, Attributes: attrs, Object: w.object,
 	}
+	if w.s.guideWrites() {
+		i.Guide, i.NoChecksum, i.Created = true, !w.s.opts.Guide.Checksum, time.Time{}
+		if i.NoChecksum {
+			i.SHA256 = [32]byte{}
+		}
+	}
+	return i
 }
 
 // commit switches the parent to this version and settles every outcome.
@@ -706,10 +743,17 @@ func (w *write) settleRead(ctx context.Context) (current, error) {
 	return current{}, err
 }
 
-// dropPrevious deletes the chunks of the version this write replaced,
-// unless they are to stay for Sweep. Failures leave them to Sweep too.
+// dropPrevious deletes the chunks (or the object) of the version this
+// write replaced, unless they are to stay for Sweep. Failures leave them to
+// Sweep too.
 func (w *write) dropPrevious(ctx context.Context) {
-	if w.s.opts.RetainOld || !w.cur.exists || w.cur.chunks == 0 {
+	if w.s.opts.RetainOld || !w.cur.exists {
+		return
+	}
+	if w.cur.object != "" {
+		w.s.deleteObject(ctx, w.cur.object)
+	}
+	if w.cur.chunks <= 0 {
 		return
 	}
 	w.s.deleteChunks(ctx, w.prefix, w.cur.version, w.cur.chunks)

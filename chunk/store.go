@@ -162,6 +162,34 @@ type Options struct {
 	// fit its 32 MiB window (two at the default ChunkSize; see the package
 	// documentation), and at least one. Default DefaultMaxConcurrency.
 	MaxConcurrency int
+
+	// Objects, if set, is where Put stores payloads of ObjectThreshold
+	// bytes or more instead of chunks: one object per write attempt,
+	// recorded by the parent (see "S3 offload" in the package
+	// documentation). Module github.com/dynashard/dynashard/s3blob
+	// implements it on Amazon S3. Readers of offloaded payloads need it
+	// too. Default nil: every payload stays in DynamoDB.
+	Objects ObjectStore
+
+	// ObjectThreshold is the payload size, in bytes before compression,
+	// from which Put stores a payload in Objects, at most 64 MiB: PutReader
+	// reads up to that many bytes to decide, unless its reader has a Len
+	// method. Zero means DefaultObjectThreshold; negative offloads every
+	// payload, an empty one too. Unused without Objects.
+	ObjectThreshold int64
+
+	// ObjectPrefix begins the key of every object the Store writes, and
+	// Sweep lists the objects under it: at most 512 bytes. Default
+	// "dynashard/" + the parent table's name + "/".
+	ObjectPrefix string
+
+	// Guide, when set, says that these tables hold items in the DynamoDB
+	// guide's own layout (see "The guide's layout" in the package
+	// documentation, and GuideLayout): the Store then reads them beside
+	// its own, and with Guide.Write it writes them. New keeps a copy.
+	// Default nil: the tables hold only this package's layout, and a
+	// parent whose ChunkVersion is a number is a *CorruptError.
+	Guide *Guide
 }
 
 // Store stores payloads of any size up to Options.MaxSize under parent items
@@ -179,6 +207,10 @@ type Store struct {
 	// key-length budget.
 	maxChunks int
 
+	// reads is shared by the copies a call makes: chunk reads' counts and
+	// the limit they learned (ReadStats).
+	reads *readState
+
 	// Test hooks, nil in production. now replaces time.Now; beforeFlip
 	// runs after the last chunk is written and before the parent update.
 	now        func() time.Time
@@ -194,7 +226,11 @@ type Store struct {
 // empty table name, the same table for both, and options that could never
 // work: a ChunkSize that cannot fit an item, an InlineLimit above the item
 // limit, a negative MaxSize, ReadAttempts, Grace or MaxConcurrency, a
-// ChunkKeyAttribute longer than 255 bytes or an unknown Compression.
+// ChunkKeyAttribute longer than 255 bytes, an unknown Compression, or an
+// Options.Guide it cannot work with (a type other than S or B, a name of
+// the store's own or longer than 255 bytes, a DataAttribute that is the
+// chunk key or Parent, Write with Compression or Objects, Write with S
+// attributes and a ChunkSize below 4).
 func New(c Client, parents, chunks string, optFns ...func(*Options)) (*Store, error) {
 	switch {
 	case errs.IsNil(c):
@@ -216,7 +252,7 @@ func New(c Client, parents, chunks string, optFns ...func(*Options)) (*Store, er
 	if err != nil {
 		return nil, err
 	}
-	return &Store{c: c, parents: parents, chunks: chunks, opts: o, maxChunks: maxChunks}, nil
+	return &Store{c: c, parents: parents, chunks: chunks, opts: o, maxChunks: maxChunks, reads: &readState{}}, nil
 }
 
 // resolveOptions replaces o's zero values by their defaults and checks the
@@ -250,7 +286,10 @@ func resolveOptions(method string, o Options) (Options, int, error) {
 	if o.MaxCompressRatio == 0 {
 		o.MaxCompressRatio = DefaultMaxCompressRatio
 	}
-	var err error
+	o, err := resolveObjectOptions(method, o)
+	if err != nil {
+		return Options{}, 0, err
+	}
 	switch {
 	case len(o.ChunkKeyAttribute) > 255:
 		err = invalid(method, "Options.ChunkKeyAttribute of %d bytes, limit 255", len(o.ChunkKeyAttribute))
@@ -276,6 +315,8 @@ func resolveOptions(method string, o Options) (Options, int, error) {
 		err = invalid(method, "Options.MinCompressSize %d above %d", o.MinCompressSize, maxChunkData)
 	case math.IsNaN(o.MaxCompressRatio):
 		err = invalid(method, "Options.MaxCompressRatio is NaN")
+	case o.Guide != nil:
+		err = o.resolveGuide(method)
 	}
 	if err != nil {
 		return Options{}, 0, err
@@ -307,6 +348,10 @@ func (s *Store) begin(ctx context.Context, method string, optFns []func(*Options
 		return s, nil
 	}
 	o := s.opts
+	if o.Guide != nil {
+		g := *o.Guide // a call's optFns must not change the Store's
+		o.Guide = &g
+	}
 	for _, f := range optFns {
 		if f != nil {
 			f(&o)
@@ -348,7 +393,7 @@ const (
 	attrInline   = "ChunkData"        // B: the stored payload when inline
 )
 
-var reserved = []string{attrCount, attrVersion, attrPrev, attrSize, attrStored, attrSHA, attrEncoding, attrInline}
+var reserved = []string{attrCount, attrVersion, attrPrev, attrSize, attrStored, attrSHA, attrEncoding, attrInline, attrObject}
 
 // Chunk item attributes besides the key.
 const (
@@ -363,16 +408,33 @@ type Info struct {
 	// creates a new one.
 	Version string
 	// Size is the payload length; StoredSize the bytes stored after
-	// compression.
+	// compression. Both are -1 for a chunked payload in the guide's
+	// layout that records no length (see NoChecksum).
 	Size, StoredSize int64
-	// Chunks is the number of chunk items, 0 for a payload kept inline.
+	// Chunks is the number of chunk items, 0 for a payload kept inline
+	// or in an object.
 	Chunks int
+	// Object is the key of the object holding the payload when it is
+	// offloaded to Options.Objects, "" otherwise.
+	Object string
 	// SHA256 is the checksum of the payload (before compression).
 	SHA256 [sha256.Size]byte
 	// Compression is how the payload is stored.
 	Compression Compression
-	// Created is when the Put that stored it started, by the writer's clock.
+	// Created is when the Put that stored it started, by the writer's
+	// clock; zero for a parent in the guide's layout, which records no
+	// time.
 	Created time.Time
+	// Guide reports a parent in the guide's layout (Options.Guide): its
+	// Version is a number, or "" for the guide's short message, which has
+	// no ChunkVersion.
+	Guide bool
+	// NoChecksum reports a parent that records no SHA-256 (the guide's
+	// layout): SHA256 is zero, and a read verifies only the chunk count,
+	// and the length where the parent records one (ChunkBytes). Size and
+	// StoredSize are -1 when a chunked payload's length is recorded
+	// nowhere, until Get has read it.
+	NoChecksum bool
 	// Attributes are the parent item's other attributes: everything but
 	// the key and the store's own.
 	Attributes map[string]types.AttributeValue
@@ -389,6 +451,7 @@ type parent struct {
 	Info
 	prev   string // ChunkPrevious
 	inline []byte
+	guide  bool // in the guide's layout: its chunks hold Options.Guide's data attribute
 }
 
 // parseParent decodes a parent item. ok is false for an absent item and for
@@ -396,6 +459,9 @@ type parent struct {
 func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p parent, ok bool, err error) {
 	if item == nil {
 		return p, false, nil
+	}
+	if g, ok, err, isGuide := s.parseGuideParent(key, item); isGuide {
+		return g, ok, err
 	}
 	v, ok := asS(item[attrVersion])
 	if !ok {
@@ -418,7 +484,16 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 		}
 		return x
 	}
-	p.Chunks = int(num(attrCount))
+	if o, ok := asS(item[attrObject]); ok {
+		// An offloaded payload records ChunkCount -1, which readers
+		// without offload refuse instead of taking it for an inline one.
+		if n, ok := asN(item[attrCount]); !ok || n.Value != objectCount {
+			return bad(attrObject + " with " + attrCount + " other than " + objectCount)
+		}
+		p.Object = o.Value
+	} else {
+		p.Chunks = int(num(attrCount))
+	}
 	p.Size = num(attrSize)
 	p.StoredSize = num(attrStored)
 	if err2 != nil {
@@ -452,7 +527,7 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 	}
 	p.Attributes = map[string]types.AttributeValue{}
 	for name, av := range item {
-		if name == key.PartitionName || name == key.SortName || isReserved(name) {
+		if name == key.PartitionName || name == key.SortName || s.reservedName(name) {
 			continue
 		}
 		p.Attributes[name] = av
@@ -466,8 +541,18 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 // largest ChunkSize New accepts; gzip and zstd cannot inflate beyond
 // maxGzipRatio and maxZstdRatio.)
 func (p parent) contradiction() string {
+	if p.StoredSize < 0 {
+		// The guide's layout, which records no length: only the chunk
+		// count and the inline data can disagree.
+		if p.Chunks > 0 && p.inline != nil {
+			return "both inline data and chunks"
+		}
+		return ""
+	}
 	switch {
-	case p.Chunks == 0 && int64(len(p.inline)) != p.StoredSize:
+	case p.Object != "" && p.inline != nil:
+		return "both inline data and an object"
+	case p.Object == "" && p.Chunks == 0 && int64(len(p.inline)) != p.StoredSize:
 		return fmt.Sprintf("inline data is %d bytes, %s says %d", len(p.inline), attrStored, p.StoredSize)
 	case p.Chunks > 0 && p.inline != nil:
 		return "both inline data and chunks"
@@ -488,6 +573,9 @@ func (p parent) contradiction() string {
 // chunkBound is the most stored bytes one chunk of p can hold: every chunk
 // but the last holds the same number, and the last at least one byte.
 func (p parent) chunkBound() int64 {
+	if p.StoredSize < 0 {
+		return int64(maxChunkData) // no length recorded: any chunk may be full
+	}
 	b := p.StoredSize
 	if p.Chunks > 1 {
 		b = (p.StoredSize - 1) / int64(p.Chunks-1)

@@ -32,6 +32,12 @@ type SweepStats struct {
 	Deleted int // orphaned chunks deleted
 	Foreign int // items this package did not write, left alone
 	Parents int // consistent reads of parent items
+
+	// With Options.Objects, the objects under Options.ObjectPrefix, counted
+	// the same way: listed, younger than Grace, held by their parent,
+	// deleted, and not written by this Store (another table's, or not this
+	// package's).
+	Objects, ObjectsYoung, ObjectsCurrent, ObjectsDeleted, ObjectsForeign int
 }
 
 // Sweep deletes orphaned chunks: chunks of versions that their parent does
@@ -53,6 +59,12 @@ type SweepStats struct {
 // in proportion to the chunk table's size (half a unit per 4 KB; the
 // payload bytes are not sent back). Run it rarely: orphans are the
 // exception, not the rule.
+//
+// With Options.Objects, Sweep also lists the objects under
+// Options.ObjectPrefix, beside the scan, and deletes those older than
+// Grace (by their version and by their LastModified) whose parent, named
+// by their metadata (one HEAD request each) and read consistently, does
+// not hold their version; see "S3 offload" in the package documentation.
 func (s *Store) Sweep(ctx context.Context, optFns ...func(*SweepOptions)) (SweepStats, error) {
 	s, err := s.begin(ctx, "Sweep", nil)
 	if err != nil {
@@ -74,6 +86,9 @@ func (s *Store) Sweep(ctx context.Context, optFns ...func(*SweepOptions)) (Sweep
 	g, gctx := errgroup.WithContext(ctx)
 	for seg := 0; seg < o.Segments; seg++ {
 		g.Go(func() error { return sw.segment(gctx, seg, o.Segments) })
+	}
+	if s.opts.Objects != nil {
+		g.Go(func() error { return sw.sweepObjects(gctx) })
 	}
 	err = g.Wait()
 	sw.mu.Lock()

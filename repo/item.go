@@ -107,8 +107,10 @@ func versionOf(av map[string]types.AttributeValue, name string) (int64, error) {
 }
 
 // Get returns the item with id under base: after the layout check
-// (shard.Layout.Verify), one GetItem on the computed physical key (plus
-// the chunk reads of a large attribute), or a cache hit. It returns an
+// (shard.Layout.Shards), one GetItem on the physical key of the base's
+// newest shard count, then, if it is not there, on those of older counts
+// of the base's history (shard.Table.Get's order), plus the chunk reads of
+// a large attribute; or a cache hit. It returns an
 // error matching ErrNotFound if there is none. The value is the caller's
 // own, also on a cache hit: changing it changes nothing stored. Per call,
 // ConsistentRead applies to a Repo without a cache (a cache is always
@@ -155,27 +157,53 @@ func (r *Repo[T]) Get(ctx context.Context, base, id string, optFns ...func(*Opti
 // item with id under physical key pk, with its large attribute (if any) in
 // place.
 func (r *Repo[T]) read(ctx context.Context, base, pk, id string, consistent bool) (map[string]types.AttributeValue, error) {
-	if err := r.layout.Verify(ctx, r.c, base); err != nil {
+	pks, err := r.keys(ctx, base, id)
+	if err != nil {
 		return nil, err
 	}
 	table := r.layout.Table
-	key := map[string]types.AttributeValue{
-		r.layout.PartitionKey: &types.AttributeValueMemberS{Value: pk},
-		r.layout.SortKey:      &types.AttributeValueMemberS{Value: id},
+	for _, at := range pks {
+		key := map[string]types.AttributeValue{
+			r.layout.PartitionKey: &types.AttributeValueMemberS{Value: at},
+			r.layout.SortKey:      &types.AttributeValueMemberS{Value: id},
+		}
+		out, err := r.c.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(consistent),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("repo: GetItem table %s key %q id %q: %w", table, at, id, err)
+		}
+		if out.Item == nil {
+			continue
+		}
+		if r.opts.Large == nil {
+			return out.Item, nil
+		}
+		return r.readLarge(ctx, at, id, out.Item, consistent)
 	}
-	out, err := r.c.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(consistent),
-	})
+	return nil, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, table, pks[0], id)
+}
+
+// keys checks the layout against base's record (shard.Layout.Shards) and
+// returns the physical keys that may hold id: one per count of the base's
+// shard-count history, newest first, each once (shard.Table.Get's order).
+func (r *Repo[T]) keys(ctx context.Context, base, id string) ([]string, error) {
+	h, err := r.layout.Shards(ctx, r.c, base)
 	if err != nil {
-		return nil, fmt.Errorf("repo: GetItem table %s key %q id %q: %w", table, pk, id, err)
+		return nil, err
 	}
-	if out.Item == nil {
-		return nil, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, table, pk, id)
+	var pks []string
+	for i := len(h) - 1; i >= 0; i-- {
+		s := r.layout.Strategy
+		if rs, ok := s.(shard.Resizable); ok && h[i] != s.N() {
+			s = rs.WithN(h[i])
+		}
+		pk := r.layout.Codec.Key(base, s.Pick(id))
+		if !slices.Contains(pks, pk) {
+			pks = append(pks, pk)
+		}
 	}
-	if r.opts.Large == nil {
-		return out.Item, nil
-	}
-	return r.readLarge(ctx, pk, id, out.Item, consistent)
+	return pks, nil
 }
 
 // Delete removes the item with id under base, after the layout check

@@ -99,8 +99,12 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 		// Clear a flag left by an earlier string value.
 		av[largeIsString] = &types.AttributeValueMemberNULL{Value: true}
 	}
-	// The store writes the parent itself, past shard.Table's check.
+	// The store writes the parent itself, past shard.Table's check, at
+	// the base's newest shard count, which the record tells.
 	if err := r.layout.Record(ctx, r.c, base); err != nil {
+		return err
+	}
+	if key, err = r.chunkKey(base, id); err != nil {
 		return err
 	}
 	_, err = r.opts.Large.Store.Put(ctx, key, data, func(o *chunk.PutOptions) {
@@ -137,6 +141,9 @@ func (r *Repo[T]) resolveLarge(ctx context.Context, base string, item map[string
 	if err != nil {
 		return nil, err
 	}
+	if pk, ok := item[r.layout.PartitionKey].(*types.AttributeValueMemberS); ok {
+		key = r.keyOf(pk.Value, id.Value) // where the item is, whatever the base's newest N
+	}
 	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item, chunkRead(strong))
 	if err != nil {
 		return nil, err
@@ -171,12 +178,17 @@ func (r *Repo[T]) assemble(key chunk.Key, data []byte, attrs map[string]types.At
 // deleteLarge deletes the item and its chunks through the store, which
 // returns nil for an absent item, after the layout check.
 func (r *Repo[T]) deleteLarge(ctx context.Context, base, id string) error {
-	key, err := r.chunkKey(base, id)
+	if _, err := r.chunkKey(base, id); err != nil {
+		return err
+	}
+	pks, err := r.keys(ctx, base, id)
 	if err != nil {
 		return err
 	}
-	if err := r.layout.Verify(ctx, r.c, base); err != nil {
-		return err
+	for _, pk := range pks { // every count's key: no older copy survives
+		if err := r.opts.Large.Store.Delete(ctx, r.keyOf(pk, id)); err != nil {
+			return err
+		}
 	}
-	return r.opts.Large.Store.Delete(ctx, key)
+	return nil
 }

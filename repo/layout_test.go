@@ -15,8 +15,8 @@ import (
 	"github.com/dynashard/dynashard/shard"
 )
 
-// TestLayoutMismatch: a Repo built with shard.Hash(32) over bases written
-// with Hash(16) fails every call with ErrLayoutMismatch, having sent
+// TestLayoutMismatch: a Repo built with separator "#" over bases written
+// with "." fails every call with ErrLayoutMismatch, having sent
 // nothing but the read of the base's layout record: no data request, so
 // nothing is read from or written to the wrong physical keys.
 func TestLayoutMismatch(t *testing.T) {
@@ -45,8 +45,8 @@ func TestLayoutMismatch(t *testing.T) {
 		}
 
 		c, sent := countingClient(s)
-		l32 := l16
-		l32.Strategy = shard.Hash(32)
+		l32 := l16 // another layout: not another N, which is the base's own
+		l32.Codec = shard.Codec{Sep: "#"}
 		big := large("body", store(c))
 		r := newRepo[Reply](t, c, l32)
 		cached := newRepo[Reply](t, c, l32, func(o *repo.Options) { o.CacheEntries = 10 })
@@ -114,16 +114,16 @@ func TestLayoutMismatch(t *testing.T) {
 			t.Errorf("large item after the refused calls: %d bytes, %v; want 5000", len(got.Body), err)
 		}
 
-		// The other way round: a base first written with Hash(32) is
-		// recorded so, and a Hash(16) Repo is refused there.
+		// The other way round: a base first written with "#" is
+		// recorded so, and a "." Repo is refused there.
 		if _, err := r.Put(ctx, "e", Reply{ID: "a"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := w.Get(ctx, "e", "a"); !errors.Is(err, shard.ErrLayoutMismatch) {
-			t.Errorf("Hash(16) Get of a base written with Hash(32): got %v, want ErrLayoutMismatch", err)
+			t.Errorf("\".\" Get of a base written with \"#\": got %v, want ErrLayoutMismatch", err)
 		}
 		if got, err := r.Get(ctx, "e", "a"); err != nil || got.ID != "a" {
-			t.Errorf("Hash(32) Get of its own base: got %+v, %v", got, err)
+			t.Errorf("\"#\" Get of its own base: got %+v, %v", got, err)
 		}
 	})
 }
@@ -157,9 +157,9 @@ func TestLayoutCheckCost(t *testing.T) {
 		}
 		// Another layout over that base is refused: the large Put recorded it.
 		other := l
-		other.Strategy = shard.Hash(5)
+		other.Codec = shard.Codec{Sep: "#"}
 		if _, err := newRepo[Reply](t, c, other).Get(ctx, "t", "a"); !errors.Is(err, shard.ErrLayoutMismatch) {
-			t.Errorf("Hash(5) Get of a base a large Put wrote with Hash(4): got %v, want ErrLayoutMismatch", err)
+			t.Errorf("separator # Get of a base a large Put wrote with \".\": got %v, want ErrLayoutMismatch", err)
 		}
 	})
 }

@@ -6,7 +6,10 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/dynashard/dynashard/internal/adapt"
 )
 
 // All returns the items of base, merged across shards in sort-key order
@@ -26,7 +29,7 @@ func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)
 	return func(yield func(Item, error) bool) {
 		p, err := s.plan(ctx, base, optFns)
 		if err == nil {
-			err = s.verify(ctx, base)
+			err = s.verify(ctx, p)
 		}
 		if err != nil {
 			yield(Item{}, err)
@@ -35,7 +38,7 @@ func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)
 		r := s.newRun(ctx, p, resume{}, -1, 0)
 		defer r.close()
 		for {
-			it, ok, err := r.next()
+			it, ok, err := r.nextOne()
 			if err != nil {
 				yield(Item{}, err)
 				return
@@ -85,18 +88,21 @@ func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor
 	}
 	from := resume{}
 	if after != "" {
-		if from, err = decodeCursor(p, after, p.o.CursorKey); err != nil {
+		if from, err = decodeEarly(p, after, p.o.CursorKey); err != nil {
 			return nil, "", err
 		}
 	}
-	if err := s.verify(ctx, base); err != nil {
+	if err := s.verify(ctx, p); err != nil {
+		return nil, "", err
+	}
+	if from, err = from.fit(p); err != nil {
 		return nil, "", err
 	}
 	r := s.newRun(ctx, p, from, limit, p.o.MaxShardPages)
 	defer r.close()
 	items := make([]Item, 0, min(limit, 1024))
 	for len(items) < limit {
-		it, ok, err := r.next()
+		it, ok, err := r.nextOne()
 		if err != nil {
 			return nil, "", err
 		}
@@ -119,7 +125,10 @@ func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor
 
 // Count returns how many items of base match, using Select COUNT so that
 // no item is transferred; the KeyCondition and Filter apply, Projection,
-// order and Unordered do not. After the layout check, shards are counted
+// order and Unordered do not. While base's shard-count history holds more
+// than one count, an item may be stored twice (see the package doc's
+// Resharding), and Count reads the items' keys through the ordered merge
+// instead, to count each once. After the layout check, shards are counted
 // in parallel under Options.MaxConcurrency. Errors are as for All; under
 // Options.Partial the count covers the healthy shards and comes with a
 // *PartialError.
@@ -128,11 +137,17 @@ func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Option
 	if err != nil {
 		return 0, err
 	}
-	if err := s.verify(ctx, base); err != nil {
+	if err := s.verify(ctx, p); err != nil {
 		return 0, err
 	}
+	if q, ok := p.countKeys(); ok {
+		return s.countMerged(ctx, q)
+	}
+	ceiling := concurrency(p.o, len(p.suffixes))
+	lim, learnt := s.limiter(ceiling)
+	defer s.settle(lim, learnt)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(concurrency(p.o, len(p.suffixes)))
+	g.SetLimit(ceiling)
 	var (
 		mu       sync.Mutex
 		total    int64
@@ -141,7 +156,7 @@ func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Option
 	for ord := range p.suffixes {
 		g.Go(func() (err error) {
 			defer catchPanic(&err)
-			n, err := s.countShard(gctx, p, ord)
+			n, err := s.countShard(gctx, p, ord, lim)
 			mu.Lock()
 			defer mu.Unlock()
 			total += n
@@ -164,17 +179,36 @@ func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Option
 	return total, partialError(failures)
 }
 
-// countShard counts the matches of shard ord, page by page; what it
-// counted before failing is counted too, as Options.Partial reports it.
-func (s *Scatter) countShard(ctx context.Context, p *plan, ord int) (int64, error) {
+// countShard counts the matches of shard ord, page by page, each request
+// taking a slot of the call's limiter; what it counted before failing is
+// counted too, as Options.Partial reports it.
+func (s *Scatter) countShard(ctx context.Context, p *plan, ord int, lim *adapt.Limiter) (int64, error) {
 	var n int64
 	var esk map[string]types.AttributeValue
 	for {
-		out, err := s.c.Query(ctx, p.countInput(ord, esk))
+		t, err := lim.Acquire(ctx)
 		if err != nil {
 			return n, &ShardError{Suffix: p.suffixes[ord], Key: p.pks[ord], Err: err}
 		}
-		s.addQuery(out)
+		out, err := s.c.Query(ctx, p.countInput(ord, esk))
+		if err != nil {
+			sig := adapt.Neutral
+			if ctx.Err() == nil && adapt.Observe(middleware.Metadata{}, err) == adapt.Throttled {
+				sig = adapt.Throttled
+				s.countThrottle()
+			}
+			if lim.Release(t, sig) {
+				s.backedOff(lim.Limit())
+			}
+			return n, &ShardError{Suffix: p.suffixes[ord], Key: p.pks[ord], Err: err}
+		}
+		sig := adapt.Success
+		if s.addQuery(out) {
+			sig = adapt.Throttled
+		}
+		if lim.Release(t, sig) {
+			s.backedOff(lim.Limit())
+		}
 		n += int64(out.Count)
 		if out.LastEvaluatedKey == nil {
 			return n, nil

@@ -18,7 +18,8 @@ import (
 // Page and passed back to continue. The empty Cursor means the beginning
 // when passed in and the end when returned. A cursor is plain ASCII
 // (base64url), safe in URLs and JSON; it is bound to the read it came
-// from (layout, base, condition, filter, direction, suffix set) and, with
+// from (layout without its N, base, condition, filter, direction, and
+// the suffix set if Options.Suffixes names one) and, with
 // Options.CursorKey, signed.
 //
 // A cursor records the position of the last item returned, in the merged
@@ -27,7 +28,13 @@ import (
 // also when items were written or deleted in between (see the package
 // doc). A shard that stands elsewhere, one read past items its filter
 // removed or one that failed under Options.Partial, has its own position
-// in the cursor.
+// in the cursor. A cursor records neither N nor the set of shards (unless
+// Options.Suffixes names a subset): each Page reads every suffix of the
+// base's shard-count history as it stands then, so a cursor made before a
+// shard.Layout.Reshard resumes exactly after it, the new shards being read
+// from the recorded position on. Only a Rebalance that shrinks a base
+// retires suffixes; a cursor positioned in one of them is then rejected
+// (CursorOutOfRange) after the layout check.
 type Cursor string
 
 // CursorReason says why a cursor was rejected.
@@ -44,8 +51,8 @@ const (
 	// no key is configured, or the signature does not verify.
 	CursorSignature
 	// CursorForeign: made for another read (table, index, key attributes,
-	// strategy and N, separator, base, sort condition, filter, direction
-	// or suffix set).
+	// strategy kind, separator, base, sort condition, filter, direction
+	// or a suffix set named by Options.Suffixes). N is not part of it.
 	CursorForeign
 	// CursorOutOfRange: names a shard outside the suffixes read, or a key
 	// that cannot be one of the read's keys: a sort key of another type

@@ -8,8 +8,12 @@
 // … "2014-07-09.N". Reading the day back means one Query per physical key
 // and a merge, which the DynamoDB guide leaves to the application. A
 // Scatter does it for the table one shard.Layout describes (table or
-// index, partition key, sort key and its type, strategy and N, separator),
-// the same value the writers use. Its calls:
+// index, partition key, sort key and its type, strategy, separator), the
+// same value the writers use. N is each base's own: a base records the
+// shard counts it was written with (shard.Layout.Shards, changed by
+// shard.Layout.Reshard), and every call reads suffixes 1..max of that
+// history, the union of every count's suffixes, each physical key once
+// (see Resharding). Its calls:
 //
 //   - All queries every shard in parallel, each paginating through its
 //     LastEvaluatedKey, and yields the items merged in DynamoDB's own
@@ -24,7 +28,8 @@
 //     for HTTP handlers.
 //   - Count counts matches with Select COUNT; Lookup finds an item by its
 //     sort key when its suffix is unknown (shard.Random), with BatchGetItem
-//     over the N candidate keys, ⌈N/100⌉ requests.
+//     over the N candidate keys (N: the largest count of the base's
+//     history), ⌈N/100⌉ requests.
 //
 // In code, with the writers' layout:
 //
@@ -52,16 +57,41 @@
 // Writers through package shard record each base's layout in the table,
 // in an item of its own that no read of data returns. Before the first
 // data request for a base, every call checks the Scatter's layout against
-// that record (shard.Layout.Verify): a Scatter built with another N,
+// that record (shard.Layout.Verify): a Scatter built with another
 // separator, strategy or sort key fails the call with a
 // *shard.LayoutError (errors.Is(err, shard.ErrLayoutMismatch)) instead of
 // silently reading the wrong physical keys, and sends no Query or
-// BatchGetItem. The check costs one strongly consistent GetItem (one read
-// unit) per base per client per process: a match is cached for the life
-// of the process. A base without a record (written by other code) is read
-// as is, and pays that GetItem on every call. A layout with Unchecked set
-// sends no GetItem at all and is trusted; index layouts are always
+// BatchGetItem; a Scatter built with another N reads the base at its own
+// recorded history. The check costs one strongly consistent GetItem (one
+// read unit) per base per client per shard.Layout.HistoryTTL (10 s by
+// default): a match is cached with the base's history that long, and
+// under Options.ConsistentRead the record is read on every call, so that a
+// Reshard made by another process is seen at once. A base without a
+// record (written by other code) is read as is at the layout's N, and
+// pays that GetItem on every call. A layout with Unchecked set sends no
+// GetItem at all and is trusted, at its own N; index layouts are always
 // Unchecked.
+//
+// # Resharding
+//
+// A base grown from N to M (shard.Layout.Reshard, or a shard.Grower) keeps
+// its items where they were written, so a read covers suffixes 1..max of
+// its history: All, Page, Count and Lookup see items written under every
+// count. The merge, limits and cursors are unchanged; a cursor records no
+// N (see Cursor), so one made before a Reshard resumes exactly after it.
+// While the history holds more than one count, one item may be stored
+// twice: written again under the newest count, or half-way through a move
+// by shard.Rebalance. Copies have equal sort keys and come next to each
+// other in the merge; All and Page return one of them: under a calculated
+// strategy the copy at the suffix the newest count gives the id (the sort
+// key), and under Random only copies equal in every attribute count as
+// one. Count then counts each item once too, by reading keys through the
+// merge instead of Select COUNT (the same read units, more bytes).
+// Unordered reads and Lookup return every copy, and a Filter applies to
+// each copy on its own: an older copy it keeps is returned when it removes
+// the newer one. After shard.Rebalance there are no copies. A Rebalance that shrinks a base retires
+// suffixes, and a cursor positioned in one is then rejected
+// (CursorOutOfRange).
 //
 // # Concurrency and memory
 //
@@ -78,9 +108,43 @@
 // per shard. Requests start without a dispatcher goroutine: at once while
 // fewer than MaxConcurrency are in flight, else as earlier ones finish.
 // Nothing is sent before the first iteration of All, not even the layout
-// check; breaking out of the
-// loop or cancelling the context cancels the requests in flight and waits
-// for them, so no goroutine outlives a call.
+// check; breaking out of the loop or cancelling the context cancels the
+// requests in flight and waits for them, so no goroutine outlives a call.
+//
+// # When DynamoDB throttles
+//
+// All, Page and Count back off their requests in flight when DynamoDB
+// throttles them, as the guide asks ("avoid sudden bursts of read
+// activity"). The SDK's retryer retries a throttled request by itself, so a
+// fan-out sees throttling in two ways: a request that fails with
+// ProvisionedThroughputExceededException, ThrottlingException,
+// RequestLimitExceeded or a like error once the retries are spent, and a
+// request that succeeds after the retryer retried such an error (the
+// retryer records every attempt in the response's metadata, where the
+// fan-out reads it). Either halves the call's limit on requests in flight,
+// down to 1, at most once per round: a request sent before the last cut
+// that comes back throttled does not cut again, since it went out at the
+// old rate. Every answered request that met no throttle adds 1/limit to the
+// limit, so it grows by about one per round of successful requests, up to
+// MaxConcurrency. Requests held back wait in the call's queue, in order,
+// and start as earlier ones come back; nothing is dropped, so every item is
+// still returned exactly once, and ctx still ends the call. Without
+// throttling the limit stays at MaxConcurrency and a call runs as before.
+// The first call of a Scatter starts at MaxConcurrency, not lower: a slow
+// start would cost every unthrottled read the rounds it takes to grow, and
+// MaxConcurrency is the bound to set for a table that must not see N
+// requests at once.
+//
+// The limit a call ends with is kept by the Scatter and the next call of
+// All, Page or Count starts there instead of at MaxConcurrency (a call with
+// a lower MaxConcurrency starts at that), so a handler paging with Page, or
+// a read right after a throttled one, does not send a full burst into a
+// table that is still throttling; once a call has grown back to its
+// MaxConcurrency, calls start there again. Stats reports the throttled
+// requests (Throttled), the cuts (Backoffs), the lowest limit reached
+// (MinConcurrencyLimit) and where the next call starts (ConcurrencyLimit).
+// Lookup's BatchGetItem requests are paced by the batch engine (unprocessed
+// keys resent with backoff).
 //
 // # Cursors
 //
@@ -128,11 +192,14 @@
 // when signed) plus the position, about 2 bytes and, per key attribute,
 // its value and 2 bytes, plus a suffix and a position for each shard with
 // a position of its own. It is bound to a fingerprint of the layout (table,
-// index, key attributes, strategy and N, separator), the base, the
+// index, key attributes, strategy kind, separator; not N), the base, the
 // sort-key condition, the filter (with their names and values), the
-// direction and the suffix set: Page rejects a cursor made for anything
-// else, and any garbled, truncated or out-of-range cursor, with a
-// *CursorError (ErrInvalidCursor) before sending a request. Out-of-range
+// direction and a suffix set named by Options.Suffixes: Page rejects a
+// cursor made for anything else, and any garbled, truncated or
+// out-of-range cursor, with a *CursorError (ErrInvalidCursor) before
+// sending a request. The one exception is a position in a suffix the
+// base no longer has (a shrinking shard.Rebalance retired it), which only
+// the layout check can tell. Out-of-range
 // includes a position DynamoDB would refuse: a sort key of another type
 // than the layout's SortKeyType, values of one attribute of different
 // types, a value longer than DynamoDB's limits (1,024 bytes for a sort

@@ -6,37 +6,48 @@ import (
 	"runtime/debug"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/dynashard/dynashard/internal/adapt"
 )
 
-// fanout runs one call's requests, at most limit at once, without a
-// dispatcher goroutine: send starts a request at once if a slot is free
-// (errgroup's TryGo) and queues it otherwise; receive, which takes a
-// result and so frees that request's slot, starts the oldest queued one.
-// Only the merging goroutine calls send and receive.
+// fanout runs one call's requests, at most lim's limit at once, without a
+// dispatcher goroutine: send starts a request at once if the limiter has a
+// slot (TryAcquire) and queues it otherwise; receive, which takes a result
+// and gives its slot back with what the request saw, starts queued
+// requests while the limiter admits them. Only the merging goroutine calls
+// send and receive, so a throttled round shrinks the limit before the
+// next request starts.
 type fanout struct {
 	g           errgroup.Group
+	lim         *adapt.Limiter
+	cut         func(limit int)      // called by receive when a result cut the limit
 	do          func(request) result // run in a request goroutine
 	results     chan result
 	queue       []request
 	outstanding int // requests sent and not yet received, queued ones included
 }
 
-func (f *fanout) init(n, limit int, do func(request) result) {
-	f.do = do
+func (f *fanout) init(n int, lim *adapt.Limiter, cut func(int), do func(request) result) {
+	f.do, f.lim, f.cut = do, lim, cut
 	f.results = make(chan result, n) // one request per shard at most: sends never block
-	f.g.SetLimit(limit)
 }
 
 func (f *fanout) send(req request) {
 	f.outstanding++
-	if len(f.queue) > 0 || !f.g.TryGo(f.task(req)) {
-		f.queue = append(f.queue, req)
+	if len(f.queue) == 0 {
+		if t, ok := f.lim.TryAcquire(); ok {
+			f.g.Go(f.task(req, t))
+			return
+		}
 	}
+	f.queue = append(f.queue, req)
 }
 
-func (f *fanout) task(req request) func() error {
+func (f *fanout) task(req request, t adapt.Ticket) func() error {
 	return func() error {
-		f.results <- f.safely(req)
+		res := f.safely(req)
+		res.ticket = t
+		f.results <- res
 		return nil
 	}
 }
@@ -54,12 +65,17 @@ func (f *fanout) receive(ctx context.Context) (result, error) {
 	select {
 	case res := <-f.results:
 		f.outstanding--
-		if len(f.queue) > 0 {
-			// The goroutine that sent res is returning: Go waits at most
-			// for that.
+		if f.lim.Release(res.ticket, res.signal) && f.cut != nil {
+			f.cut(f.lim.Limit())
+		}
+		for len(f.queue) > 0 {
+			t, ok := f.lim.TryAcquire()
+			if !ok {
+				break
+			}
 			req := f.queue[0]
 			f.queue = f.queue[1:]
-			f.g.Go(f.task(req))
+			f.g.Go(f.task(req, t))
 		}
 		if p, ok := res.err.(*clientPanic); ok {
 			panic(p)
@@ -74,6 +90,58 @@ func (f *fanout) receive(ctx context.Context) (result, error) {
 func (f *fanout) wait() {
 	f.queue = nil
 	f.g.Wait()
+}
+
+// limiter returns the limiter of a call that may keep up to ceiling
+// requests in flight. It starts at the limit the Scatter's earlier calls
+// learned (Stats.ConcurrencyLimit) if that is lower: a call right after a
+// throttled one does not send a full burst into a table that is still
+// throttling, and a stateless handler paging with Page learns across
+// pages; learned reports whether it starts there.
+func (s *Scatter) limiter(ceiling int) (lim *adapt.Limiter, learned bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start := ceiling
+	if l := s.stats.ConcurrencyLimit; l > 0 && l < ceiling {
+		start, learned = l, true
+	}
+	return adapt.New(ceiling, start), learned
+}
+
+// backedOff records that a call cut its limit to limit.
+func (s *Scatter) backedOff(limit int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Backoffs++
+	s.stats.ConcurrencyLimit = limit
+	if m := s.stats.MinConcurrencyLimit; m == 0 || limit < m {
+		s.stats.MinConcurrencyLimit = limit
+	}
+}
+
+// settle records where a call's limit ended, for the next call: 0 (no
+// constraint) once it is back at the call's ceiling. A call that neither
+// backed off nor started from the learned limit (its ceiling was lower)
+// learned nothing about it and leaves it.
+func (s *Scatter) settle(lim *adapt.Limiter, started bool) {
+	st := lim.Stats()
+	if st.Cuts == 0 && !started {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.Limit >= st.Max {
+		s.stats.ConcurrencyLimit = 0
+	} else {
+		s.stats.ConcurrencyLimit = st.Limit
+	}
+}
+
+// countThrottle counts a Query that failed with a throttling error.
+func (s *Scatter) countThrottle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Throttled++
 }
 
 // clientPanic is a panic of the client in a request goroutine, carried to

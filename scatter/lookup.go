@@ -16,8 +16,10 @@ import (
 
 // Lookup finds an item of base by its sort key when its suffix is unknown,
 // as under shard.Random: it reads the key (base<Sep>i, sortKey) for every
-// suffix i (of Options.Suffixes, or 1..N) with BatchGetItem, ⌈N/100⌉
-// requests, retrying unprocessed keys with backoff. It returns the items
+// suffix i (of Options.Suffixes, or 1..N, N the largest count of the
+// base's shard-count history, so that every count's suffixes are covered)
+// with BatchGetItem, ⌈N/100⌉ requests, retrying unprocessed keys with
+// backoff. It returns the items
 // found in suffix order: none, one, or several if the same sort key was
 // written under several suffixes. For a layout without a sort key,
 // sortKey must be nil and Lookup returns every shard's item.
@@ -38,7 +40,7 @@ func (s *Scatter) Lookup(ctx context.Context, base string, sortKey types.Attribu
 	if err := checkLookup(p, sortKey); err != nil {
 		return nil, err
 	}
-	if err := s.verify(ctx, base); err != nil {
+	if err := s.verify(ctx, p); err != nil {
 		return nil, err
 	}
 	l, o := p.l, p.o

@@ -41,6 +41,8 @@ type plan struct {
 	desc     bool
 	ordered  bool
 	cond     sortCond // the parsed KeyCondition
+	history  []int    // the base's shard counts (shard.Layout.Shards), set by widen
+	copies   bool     // an item may be in several shards at once (see copies.go)
 
 	keyCond, filter, projection string
 	names                       map[string]string
@@ -376,7 +378,10 @@ func (p *plan) esk(ord int, key []types.AttributeValue) map[string]types.Attribu
 }
 
 // fingerprint identifies what a cursor may resume: the same items in the
-// same order, under the same layout (its strategy and N included).
+// same order, under the same layout. The layout's N is left out, and so is
+// the suffix set unless Options.Suffixes names one other than 1..N: a
+// base's shard count may change between two pages (shard.Layout.Reshard),
+// and every page reads the suffixes of the base's history at its time.
 // Projection, consistency, page size and Unchecked do not change that.
 func fingerprint(p *plan) [16]byte {
 	h := sha256.New()
@@ -385,8 +390,9 @@ func fingerprint(p *plan) [16]byte {
 		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
 		h.Write([]byte(s))
 	}
-	str("dynashard/scatter/v1")
-	str(p.l.String())
+	str("dynashard/scatter/v2")
+	str(fmt.Sprintf("%T", p.l.Strategy))
+	str(string(p.l.SortKeyType))
 	str(p.l.Table)
 	str(p.l.Index)
 	str(p.pkAttr)
@@ -414,8 +420,10 @@ func fingerprint(p *plan) [16]byte {
 		str("asc")
 	}
 	var b []byte
-	for _, s := range p.suffixes {
-		b = binary.AppendUvarint(b, uint64(s))
+	if len(p.o.Suffixes) > 0 && len(p.suffixes) != p.l.N() {
+		for _, s := range p.suffixes {
+			b = binary.AppendUvarint(b, uint64(s))
+		}
 	}
 	str(string(b))
 	var fp [16]byte

@@ -7,7 +7,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
+	"github.com/dynashard/dynashard/internal/adapt"
 	"github.com/dynashard/dynashard/internal/keyorder"
 )
 
@@ -24,6 +26,8 @@ type run struct {
 	cancel context.CancelFunc
 	parent context.Context // the caller's
 	fan    fanout
+	lim    *adapt.Limiter // the fan-out's limit on requests in flight
+	learnt bool           // lim started at the Scatter's learned limit
 	m      merger
 	shards []shardState
 	from   *position // the cursor's default position; nil: the beginning
@@ -70,11 +74,13 @@ type request struct {
 }
 
 type result struct {
-	ord   int
-	items []map[string]types.AttributeValue
-	keys  []keyorder.Key // parsed where the page arrived, while it is in cache
-	lek   map[string]types.AttributeValue
-	err   error
+	ord    int
+	items  []map[string]types.AttributeValue
+	keys   []keyorder.Key // parsed where the page arrived, while it is in cache
+	lek    map[string]types.AttributeValue
+	err    error
+	ticket adapt.Ticket // the request's slot, given back by receive
+	signal adapt.Signal // what the request told about throttling
 }
 
 func (s *Scatter) newRun(ctx context.Context, p *plan, from resume, limit, maxPages int) *run {
@@ -89,7 +95,8 @@ func (s *Scatter) newRun(ctx context.Context, p *plan, from resume, limit, maxPa
 		limit:  limit,
 		maxPgs: maxPages,
 	}
-	r.fan.init(n, concurrency(p.o, n), r.fetch)
+	r.lim, r.learnt = s.limiter(concurrency(p.o, n))
+	r.fan.init(n, r.lim, s.backedOff, r.fetch)
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.ord = i
@@ -106,19 +113,34 @@ func (s *Scatter) newRun(ctx context.Context, p *plan, from resume, limit, maxPa
 func (r *run) close() {
 	r.cancel()
 	r.fan.wait()
+	r.s.settle(r.lim, r.learnt)
 }
 
+// fetch runs one request. Its result's signal tells the fan-out's limiter
+// whether DynamoDB throttled it: a final throttling error, or one the
+// SDK's retryer retried (adapt.Observe); a cancelled or otherwise failed
+// request tells nothing.
 func (r *run) fetch(req request) result {
-	fail := func(err error) result { return result{ord: req.ord, err: r.shardErr(req.ord, err)} }
+	sig := adapt.Neutral
+	fail := func(err error) result {
+		return result{ord: req.ord, err: r.shardErr(req.ord, err), signal: sig}
+	}
 	if err := r.ctx.Err(); err != nil {
 		return fail(err)
 	}
 	out, err := r.s.c.Query(r.ctx, req.in)
 	if err != nil {
+		if r.ctx.Err() == nil && adapt.Observe(middleware.Metadata{}, err) == adapt.Throttled {
+			sig = adapt.Throttled
+			r.s.countThrottle()
+		}
 		return fail(err)
 	}
-	r.s.addQuery(out)
-	res := result{ord: req.ord, items: out.Items, lek: out.LastEvaluatedKey}
+	sig = adapt.Success
+	if r.s.addQuery(out) {
+		sig = adapt.Throttled
+	}
+	res := result{ord: req.ord, items: out.Items, lek: out.LastEvaluatedKey, signal: sig}
 	if (r.p.ordered || req.rng != nil) && r.p.skAttr != "" {
 		if res.keys, err = parseKeys(out.Items, r.p.skAttr); err != nil {
 			return fail(err)

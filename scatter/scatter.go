@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/adapt"
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/shard"
 )
@@ -46,7 +47,9 @@ type Options struct {
 	// means min(N, DefaultMaxConcurrency); negative is invalid. Every
 	// request of a call goes through one SDK client and its shared retry
 	// quota, so a bound well below the client's quota keeps a throttled
-	// fan-out from draining it (see the package doc).
+	// fan-out from draining it (see the package doc). It is a ceiling:
+	// a call that meets throttling halves its limit and grows it back
+	// (see "When DynamoDB throttles" in the package doc).
 	MaxConcurrency int
 
 	// Partial makes a shard's failure non-fatal: All, Page and Count go on
@@ -108,8 +111,9 @@ type Options struct {
 	Names  map[string]string
 	Values map[string]types.AttributeValue
 
-	// Suffixes lists the shards to read, a subset of 1..N in any order,
-	// when only some are wanted. Empty means all of them.
+	// Suffixes lists the shards to read, a subset of 1..N (the layout's
+	// N) in any order, when only some are wanted. Empty means all of them:
+	// suffixes 1..max of the base's shard-count history.
 	Suffixes []int
 }
 
@@ -210,10 +214,21 @@ func (s *Scatter) plan(ctx context.Context, base string, optFns []func(*Options)
 	return newPlan(s.layout, base, s.opts.apply(optFns))
 }
 
-// verify checks the layout against base's record before the first data
-// request of a call. A *shard.LayoutError is returned as is.
-func (s *Scatter) verify(ctx context.Context, base string) error {
-	return s.layout.Verify(ctx, s.c, base)
+// verify checks the layout against the record of p's base before the
+// first data request of a call, and widens p to the base's shard-count
+// history. Under ConsistentRead the record is read again rather than
+// taken from the cache, so that a Reshard made by another process is seen
+// at once. A *shard.LayoutError is returned as is.
+func (s *Scatter) verify(ctx context.Context, p *plan) error {
+	l := s.layout
+	if p.o.ConsistentRead {
+		l.HistoryTTL = -1
+	}
+	h, err := l.Shards(ctx, s.c, p.base)
+	if err != nil {
+		return err
+	}
+	return p.widen(h)
 }
 
 // Stats counts the work a Scatter has done since New. The zero value is
@@ -227,6 +242,27 @@ type Stats struct {
 	// over every Query and BatchGetItem request. Local servers may report
 	// none.
 	ConsumedCapacity float64
+
+	// Throttled counts the Query requests that met throttling
+	// (ProvisionedThroughputExceededException, ThrottlingException,
+	// RequestLimitExceeded, …): answered ones the SDK's retryer had to
+	// retry after a throttle, and those that failed with one once the
+	// retries were spent. Each request counts once.
+	Throttled int64
+	// Backoffs counts the times a call of All, Page or Count halved its limit on
+	// requests in flight because a request met throttling (at most once
+	// per round of requests; see the package doc).
+	Backoffs int64
+	// ConcurrencyLimit is the limit on requests in flight that the next
+	// call of All, Page or Count starts at, learned from throttling and shared by
+	// the Scatter's calls: the limit the last throttled call reached, or,
+	// once a call has grown back to its MaxConcurrency, 0 again, meaning
+	// calls start at their MaxConcurrency. A call whose MaxConcurrency is
+	// lower starts at that.
+	ConcurrencyLimit int
+	// MinConcurrencyLimit is the lowest limit any call of All, Page or Count has
+	// backed off to; 0 if none has backed off.
+	MinConcurrencyLimit int
 }
 
 // Stats returns the totals of every call so far. Safe for concurrent use.
@@ -236,15 +272,22 @@ func (s *Scatter) Stats() Stats {
 	return s.stats
 }
 
-func (s *Scatter) addQuery(out *dynamodb.QueryOutput) {
+// addQuery counts an answered Query and reports whether the SDK's
+// retryer met throttling on the way (see adapt.Observe).
+func (s *Scatter) addQuery(out *dynamodb.QueryOutput) (throttled bool) {
+	throttled = adapt.Observe(out.ResultMetadata, nil) == adapt.Throttled
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Queries++
+	if throttled {
+		s.stats.Throttled++
+	}
 	s.stats.Items += int64(out.Count)
 	s.stats.Scanned += int64(out.ScannedCount)
 	if cc := out.ConsumedCapacity; cc != nil && cc.CapacityUnits != nil {
 		s.stats.ConsumedCapacity += *cc.CapacityUnits
 	}
+	return throttled
 }
 
 // concurrency is the bound on requests in flight for n of them.

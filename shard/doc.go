@@ -28,13 +28,40 @@
 // request ([Layout.Record] before writes, [Layout.Verify] before reads). The
 // record is one item per base, at partition key base + "#dynashard" (never
 // a physical key: those end in a digit), written with a conditional put so
-// that processes racing with different layouts agree; it also keeps the
-// shard counts the base was written with. A mismatch is a *[LayoutError]
-// naming both layouts. The check costs one consistent GetItem per base and
-// client in a process's life (a base never written costs it on every
-// read), plus one PutItem the first time a base is written; a Layout with
-// Unchecked set costs nothing and checks nothing, for tables written by
-// other code. [IsRecord] tells a record from data in a Scan.
+// that processes racing with different layouts agree. A mismatch in
+// anything but N is a *[LayoutError] naming both layouts. The check costs
+// one consistent GetItem per base and client per [Layout.HistoryTTL] (a
+// base never written costs it on every read), plus one PutItem the first
+// time a base is written; a Layout with Unchecked set costs nothing and
+// checks nothing, for tables written by other code. [IsRecord] tells a
+// record from data in a Scan.
+//
+// # Resharding
+//
+// N is each base's own. The record keeps the base's history of shard
+// counts, oldest first ([Layout.Shards]): a base starts with the Layout's
+// N when it is first written (so the Layout's N is the default for new
+// bases: re-planning tomorrow is a change of that N, and yesterday keeps
+// its own), and [Layout.Reshard] (or a [Grower], under sustained
+// throttling) appends a new count with a conditional update on the
+// record's revision, so that concurrent writers and resharders agree.
+// Writers always use the newest count; reads use every count: package
+// scatter queries suffixes 1..max of the history, and [Table.Get] tries
+// the newest count's key first, then the older ones'. With [Hash],
+// doubling N keeps half of the items on their suffix, so a Get of an item
+// written before the change costs 1.5 GetItems on average, one written
+// after it costs 1. Each process caches a base's history for
+// [Layout.HistoryTTL]: a writer acting on a stale history still writes
+// under a count that is in the record, where every reader looks, so no
+// item is lost; what it costs is that, for at most HistoryTTL after
+// another process's Reshard, a reader in this process does not see the
+// new shards (ConsistentRead reads the record every time). [Rebalance]
+// moves the items to their newest-count suffix with put-then-delete
+// (conditional puts never overwrite a newer version; a crash leaves two
+// copies, which Get and scatter's ordered reads return once, and a re-run
+// finishes), after waiting out HistoryTTL so that no writer still uses an
+// older count, and then retires the older counts. The record's attributes
+// are listed in record.go; its format is "v1".
 //
 // [Table] is typed access to a sharded table's items: Put, Get, Update and
 // Delete by (base, id), and Load, a bulk loader that interleaves physical

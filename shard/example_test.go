@@ -192,3 +192,53 @@ func ExampleTable_Load() {
 	// read 1001 written 1000
 	// not written: 2014-07-09 true
 }
+
+func ExampleLayout_Reshard() {
+	ctx := context.Background()
+	srv, err := dynashardtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	layout := shard.Layout{Table: dynashardtest.TableName("orders"), PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(8)}
+	in, err := layout.CreateTableInput()
+	if err == nil {
+		err = srv.CreateTable(ctx, in)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	orders, err := shard.NewTable[ExampleOrder](srv.Client(), layout)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = orders.Put(ctx, "2014-07-09", ExampleOrder{ID: "ORD-00000001", Amount: 1})
+
+	// The day turns out hotter than planned: double its shards. Writers
+	// use 16 from now on; the items written with 8 stay where they are.
+	h, err := layout.Reshard(ctx, srv.Client(), "2014-07-09", 16)
+	fmt.Println(h, err)
+	_ = orders.Put(ctx, "2014-07-09", ExampleOrder{ID: "ORD-00000002", Amount: 2})
+	for _, id := range []string{"ORD-00000001", "ORD-00000002"} {
+		o, err := orders.Get(ctx, "2014-07-09", id) // newest N's key first, then older ones
+		fmt.Println(o.Day, o.Amount, err)
+	}
+
+	// Rebalance moves the old items and retires N = 8. This process is
+	// the table's only writer and knows the new N already, so it need
+	// not wait for other processes' caches (Wait: 2 × HistoryTTL).
+	p, err := shard.Rebalance(ctx, srv.Client(), layout, "2014-07-09",
+		func(o *shard.RebalanceOptions) { o.Wait = -1 })
+	fmt.Println(p.Moved, p.Retired, err)
+	h, err = layout.Shards(ctx, srv.Client(), "2014-07-09")
+	fmt.Println(h, err)
+	// Output:
+	// [8 16] <nil>
+	// 2014-07-09.8 1 <nil>
+	// 2014-07-09.5 2 <nil>
+	// 1 [8 16] <nil>
+	// [16] <nil>
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -43,8 +44,35 @@ type Layout struct {
 	// Unchecked trusts this Layout without a record: nothing is read or
 	// written to check it. It is the path for tables written by other code
 	// (for example in the guide's own layout) and for index layouts; a
-	// wrong Unchecked Layout reads partial results silently.
+	// wrong Unchecked Layout reads partial results silently. An Unchecked
+	// layout has no shard-count history: it always uses Strategy's N.
 	Unchecked bool
+	// HistoryTTL bounds how long a process trusts its cached copy of a
+	// base's shard-count history (see [Layout.Shards]) before reading the
+	// record again: another process's [Layout.Reshard] reaches this
+	// process's writers and readers within HistoryTTL, and [Rebalance]
+	// waits that long before it sweeps. Every process that writes a table
+	// must use the same HistoryTTL or a shorter one. Zero means
+	// [DefaultHistoryTTL]; negative means no caching (one consistent
+	// GetItem per call and base).
+	HistoryTTL time.Duration
+}
+
+// DefaultHistoryTTL is the staleness bound of a cached shard-count history
+// when Layout.HistoryTTL is zero: short enough that a Reshard reaches every
+// process within seconds, long enough that the record costs one read per
+// base and client every 10 s at most.
+const DefaultHistoryTTL = 10 * time.Second
+
+// historyTTL is HistoryTTL with its default applied; 0 means no caching.
+func (l Layout) historyTTL() time.Duration {
+	switch {
+	case l.HistoryTTL == 0:
+		return DefaultHistoryTTL
+	case l.HistoryTTL < 0:
+		return 0
+	}
+	return l.HistoryTTL
 }
 
 // Validate reports whether l can describe a table: names present and
@@ -98,7 +126,10 @@ func (l Layout) sortType() types.ScalarAttributeType {
 	return l.SortKeyType
 }
 
-// N returns the shard count, or 0 without a strategy.
+// N returns the Strategy's shard count, or 0 without a strategy: the N of
+// bases written for the first time, and of every base of an Unchecked
+// layout. A base already written keeps its own recorded history
+// ([Layout.Shards]).
 func (l Layout) N() int {
 	if l.Strategy == nil {
 		return 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -14,6 +15,18 @@ import (
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/shard"
 )
+
+// strategyOf is writer i's strategy in TestLayoutRace: two kinds, two Ns
+// of each.
+func strategyOf(i int) shard.Strategy {
+	n := 8 + 8*(i/2%2)
+	if i%2 == 0 {
+		return shard.Hash(n)
+	}
+	return shard.CodePointProduct(n)
+}
+
+func kindOf(i int) string { return fmt.Sprintf("%T", strategyOf(i)) }
 
 func layoutOf(table string, s shard.Strategy) shard.Layout {
 	return shard.Layout{Table: table, PartitionKey: "pk", SortKey: "sk", Strategy: s}
@@ -30,7 +43,6 @@ func TestLayoutMismatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, other := range []shard.Layout{
-			layoutOf(name, shard.Hash(8)),
 			layoutOf(name, shard.Random(16)),
 			layoutOf(name, shard.CodePointProduct(16)),
 			{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(16), Codec: shard.Codec{Sep: "#"}},
@@ -76,9 +88,43 @@ func TestLayoutMismatch(t *testing.T) {
 	})
 }
 
+// TestLayoutOtherN: N is not part of the layout a base is checked
+// against: a Layout that differs only in N reads and writes a base written
+// before at the base's own recorded N, and starts new bases at its own.
+func TestLayoutOtherN(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		name := s.Table(t, "pk:S", "sk:S")
+		writer := newOrders(t, s.Client(), name, shard.Hash(16))
+		if err := writer.Put(ctx, "old", Order{ID: "ORD-1", Amount: 1}); err != nil {
+			t.Fatal(err)
+		}
+		other := newOrders(t, s.Client(), name, shard.Hash(8))
+		if err := other.Put(ctx, "old", Order{ID: "ORD-2", Amount: 2}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"ORD-1", "ORD-2"} {
+			if got, err := other.Get(ctx, "old", id); err != nil || got.ID != id {
+				t.Errorf("Get %s through N=8: %+v, %v", id, got, err)
+			}
+			pk := fmt.Sprintf("old.%d", shard.Hash(16).Pick(id))
+			if rawGet(t, s.Client(), name, pk, id) == nil {
+				t.Errorf("%s not at %s, the base's recorded N=16 key", id, pk)
+			}
+		}
+		if err := other.Put(ctx, "new", Order{ID: "ORD-3"}); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := writer.Shards(ctx, "new"); err != nil || !slices.Equal(h, []int{8}) {
+			t.Errorf("new base written through N=8: history %v, %v, want [8]", h, err)
+		}
+	})
+}
+
 // TestLayoutRace: writers racing on a new base with different layouts
 // agree: exactly one layout is recorded, its writers succeed and every
-// other writer gets the mismatch.
+// other writer gets the mismatch. Writers that differ only in N all
+// succeed, at the one N recorded.
 func TestLayoutRace(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		name := s.Table(t, "pk:S", "sk:S")
@@ -90,27 +136,44 @@ func TestLayoutRace(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				// A client each, so that no writer shares another's cache.
-				tbl := newOrders(t, s.Client(), name, shard.Hash(8+8*(i%2)))
+				tbl := newOrders(t, s.Client(), name, strategyOf(i))
 				errs[i] = tbl.Put(context.Background(), "day", Order{ID: fmt.Sprint("o", i)})
 			}()
 		}
 		wg.Wait()
-		won := map[int]bool{}
+		won := map[string]bool{}
 		for i, err := range errs {
-			n := 8 + 8*(i%2)
+			kind := kindOf(i)
 			switch {
 			case err == nil:
-				won[n] = true
+				won[kind] = true
 			case !errors.Is(err, shard.ErrLayoutMismatch):
-				t.Errorf("writer %d (N=%d): %v, want nil or ErrLayoutMismatch", i, n, err)
+				t.Errorf("writer %d (%v): %v, want nil or ErrLayoutMismatch", i, strategyOf(i), err)
 			}
 		}
 		if len(won) != 1 {
 			t.Fatalf("layouts that wrote: %v, want exactly one", won)
 		}
 		for i, err := range errs {
-			if n := 8 + 8*(i%2); won[n] != (err == nil) {
-				t.Errorf("writer %d (N=%d): %v, though N=%v won", i, n, err, won)
+			if won[kindOf(i)] != (err == nil) {
+				t.Errorf("writer %d (%v): %v, though %v won", i, strategyOf(i), err, won)
+			}
+		}
+		// The winners wrote at the one N recorded, whatever their own.
+		winner := slices.IndexFunc(errs, func(err error) bool { return err == nil })
+		h, err := newOrders(t, s.Client(), name, strategyOf(winner)).Shards(context.Background(), "day")
+		if err != nil || len(h) != 1 {
+			t.Fatalf("history %v, %v, want one count", h, err)
+		}
+		for i, err := range errs {
+			if err != nil {
+				continue
+			}
+			id := fmt.Sprint("o", i)
+			s2, _ := strategyOf(i).(shard.Resizable)
+			pk := fmt.Sprintf("day.%d", s2.WithN(h[0]).Pick(id))
+			if rawGet(t, s.Client(), name, pk, id) == nil {
+				t.Errorf("writer %d: %s not at %s", i, id, pk)
 			}
 		}
 	})

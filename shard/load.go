@@ -16,11 +16,15 @@ type LoadOptions struct {
 	// MaxConcurrency bounds the BatchWriteItem requests in flight. Zero
 	// means the batch engine's default.
 	MaxConcurrency int
-	// BufferItems bounds how many items Load holds to interleave keys.
-	// Zero means 10,000: enough for 400 keys' worth of 25-item requests.
+	// BufferItems bounds how many items Load holds before sending them:
+	// half to interleave keys, half waiting in the batch engine for their
+	// key's pace (see package batch's doc). Input sorted by key reaches
+	// only the keys whose items fit the buffer, so the buffer decides how
+	// many keys are written at once. Zero means 100,000.
 	BufferItems int
 	// BufferBytes bounds the buffered items' total size (DynamoDB's item
-	// size). Zero means 64 MiB.
+	// size), split the same way. Zero means 64 MiB, which comes first for
+	// items over about 670 bytes.
 	BufferBytes int
 	// RetryBudget caps the requests that re-send unprocessed items or
 	// repeat a throttled request, across the whole load. Zero means no cap
@@ -115,13 +119,16 @@ type loadEntry struct {
 // bounded memory; within one physical key the input order is kept.
 //
 // Before the first item of each base is sent, the base's layout record is
-// checked or written ([Layout.Record]: one GetItem per base and process,
-// plus a PutItem for a base never written); items of a base whose record
-// disagrees fail with a *LayoutError and are not sent.
+// checked or written ([Layout.Record]: one GetItem per base and client per
+// Layout.HistoryTTL, plus a PutItem for a base never written); items of a
+// base whose record disagrees fail with a *LayoutError and are not sent.
+// Each item is written at its base's newest shard count as of then.
 //
 // Requests run in parallel (MaxConcurrency) through the batch engine, which
-// retries UnprocessedItems and throttling with capped, jittered backoff
-// within RetryBudget. Invalid items are skipped and reported; they do not
+// paces each physical key a little above the rate DynamoDB admits it (a
+// throttled key's items wait, within the buffer, while other keys' items go
+// out) and retries UnprocessedItems and throttling with capped, jittered
+// backoff within RetryBudget. Invalid items are skipped and reported; they do not
 // stop the load. Load stops on ctx or the first error it cannot retry.
 //
 // It returns the totals and, if any item was not written, a *LoadError[T]
@@ -143,7 +150,7 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 		f(&o)
 	}
 	if o.BufferItems <= 0 {
-		o.BufferItems = 10000
+		o.BufferItems = 100_000
 	}
 	if o.BufferBytes <= 0 {
 		o.BufferBytes = 64 << 20
@@ -154,8 +161,12 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 	)
 	entries := t.loadEntries(ctx, items, &stats, &failed)
 	var dropped []batch.Write
+	// Half of the buffer interleaves keys; the other half lets the batch
+	// engine hold items whose key waits for its pace while it goes on
+	// reading, so that a throttled key does not hold up the others.
+	waitItems, waitBytes := max(1, o.BufferItems/2), max(1, o.BufferBytes/2)
 	ordered := interleave(entries, func(e loadEntry) string { return e.pk }, func(e loadEntry) int { return e.size },
-		o.BufferItems, o.BufferBytes, func(e loadEntry) { dropped = append(dropped, e.write) })
+		max(1, o.BufferItems-waitItems), max(1, o.BufferBytes-waitBytes), func(e loadEntry) { dropped = append(dropped, e.write) })
 	writes := func(yield func(batch.Write) bool) {
 		for e := range ordered {
 			if !yield(e.write) {
@@ -163,10 +174,11 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 			}
 		}
 	}
-	bs, err := batch.WriteSeq(ctx, t.c, writes, func(bo *batch.Options) {
+	bs, err := batch.WriteSeq(ctx, t.batchClient(ctx), writes, func(bo *batch.Options) {
 		bo.MaxConcurrency = o.MaxConcurrency
 		bo.RetryBudget = o.RetryBudget
 		bo.StallTimeout = o.StallTimeout
+		bo.MaxWaiting, bo.MaxWaitingBytes = waitItems, int64(waitBytes)
 		bo.KeyAttributes = map[string][]string{t.l.Table: {t.l.PartitionKey, t.l.SortKey}}
 		if o.OnProgress != nil {
 			bo.OnProgress = func(s batch.Stats) { o.OnProgress(progressOf(s)) }
@@ -191,23 +203,15 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 }
 
 // loadEntries marshals the pairs of items into writes, counting each pair
-// read in stats and reporting each one rejected in failed. The first item
-// of each base checks (or writes) the base's layout record; the set of
-// bases checked is per load and bounded, the shared cache behind it too.
+// read in stats and reporting each one rejected in failed. Each item is
+// written at its base's newest shard count, from the base's record as
+// cached for the layout's HistoryTTL (marshalFor), so a long load follows
+// a Reshard made while it runs.
 func (t *Table[T]) loadEntries(ctx context.Context, items iter.Seq2[string, T], stats *LoadStats, failed *[]FailedItem[T]) iter.Seq[loadEntry] {
-	recorded := map[string]bool{}
 	return func(yield func(loadEntry) bool) {
 		for base, item := range items {
 			stats.Read++
-			av, _, err := t.marshal(base, item, t.opts)
-			if err == nil && !recorded[base] {
-				if err = t.l.Record(ctx, t.c, base); err == nil {
-					if len(recorded) >= 1<<12 {
-						clear(recorded)
-					}
-					recorded[base] = true
-				}
-			}
+			av, _, err := t.marshalFor(ctx, base, item, t.opts)
 			if err != nil {
 				*failed = append(*failed, FailedItem[T]{Base: base, Item: item, Err: err})
 				continue

@@ -11,58 +11,90 @@ import (
 )
 
 // Put writes item under the logical key base: the physical key comes from
-// the strategy applied to the item's sort key (its id). With Random, each
-// Put of the same id may land on a different suffix, creating a second copy
-// rather than overwriting; use a calculated strategy when ids are rewritten.
+// the strategy, at the base's newest shard count, applied to the item's
+// sort key (its id). A copy of the item written under an older count of
+// the base's history stays where it is: reads prefer the newest one, and
+// [Rebalance] removes it. With a Condition, while the history puts id
+// elsewhere too, an older copy is first moved to the newest key (as Update
+// does) so that the condition tests the item as it stands. With Random, each Put of the same id may land on
+// a different suffix, creating a second copy rather than overwriting; use
+// a calculated strategy when ids are rewritten.
 func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(*Options)) error {
 	o, err := t.options(ctx, optFns)
 	if err != nil {
 		return err
 	}
-	av, id, err := t.marshal(base, item, o)
+	c, err := t.condition(base, "", o)
 	if err != nil {
 		return err
+	}
+	av, id, err := t.marshalFor(ctx, base, item, o)
+	if err != nil {
+		return err
+	}
+	if c.expr != nil {
+		// The condition is about the item as it stands: bring an older
+		// copy to where the Put writes before testing it there.
+		if err := t.settleAt(ctx, base, id, keyString(av[t.l.PartitionKey])); err != nil {
+			return err
+		}
 	}
 	in := &dynamodb.PutItemInput{TableName: aws.String(t.l.Table), Item: av}
-	c, err := t.condition(base, id, o)
-	if err != nil {
-		return err
-	}
 	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
-	if err := t.l.Record(ctx, t.c, base); err != nil {
-		return err
-	}
-	if _, err := t.c.PutItem(ctx, in); err != nil {
+	var a attempts
+	_, err = t.c.PutItem(ctx, in, t.observe(&a))
+	t.reportAttempts(ctx, base, &a, err)
+	if err != nil {
 		return t.requestErr("PutItem", keyString(av[t.l.PartitionKey]), id, err)
 	}
 	return nil
 }
 
-// Get reads the item with id under base with one GetItem on the computed
-// physical key. It returns an error matching ErrNotFound if there is none.
+// Get reads the item with id under base. It tries the physical key of the
+// base's newest shard count first, then those of older counts in the
+// base's history (each key once), so it costs one GetItem for an item
+// written since the last Reshard and at most one per count of the history
+// otherwise; with ConsistentRead the base's record is read again too (one
+// more GetItem), so that a Reshard in another process is seen at once. It
+// returns an error matching ErrNotFound if no key holds the item.
 func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Options)) (T, error) {
 	var zero T
 	o, err := t.options(ctx, optFns)
 	if err != nil {
 		return zero, err
 	}
-	key, pk, err := t.key(base, id)
+	if err := t.check(base, id); err != nil {
+		return zero, err
+	}
+	pks, err := t.candidates(ctx, base, id, o.ConsistentRead)
 	if err != nil {
 		return zero, err
 	}
-	if err := t.l.Verify(ctx, t.c, base); err != nil {
+	item, _, err := t.find(ctx, pks, id, o.ConsistentRead)
+	if err != nil {
 		return zero, err
 	}
-	out, err := t.c.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(t.l.Table), Key: key, ConsistentRead: aws.Bool(o.ConsistentRead),
-	})
-	if err != nil {
-		return zero, t.requestErr("GetItem", pk, id, err)
+	if item == nil {
+		return zero, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, t.l.Table, pks[0], id)
 	}
-	if out.Item == nil {
-		return zero, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, t.l.Table, pk, id)
+	return t.unmarshal(item, o)
+}
+
+// find reads id at each key of pks in turn and returns the first item
+// found and its key's index; a nil item if none holds it.
+func (t *Table[T]) find(ctx context.Context, pks []string, id string, consistent bool) (map[string]types.AttributeValue, int, error) {
+	for i, pk := range pks {
+		out, err := t.c.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(t.l.Table), Key: t.keyAt(pk, id), ConsistentRead: aws.Bool(consistent),
+		})
+		if err != nil {
+			return nil, 0, t.requestErr("GetItem", pk, id, err)
+		}
+		if out.Item != nil {
+			return out.Item, i, nil
+		}
 	}
-	return t.unmarshal(out.Item, o)
+	return nil, 0, nil
 }
 
 // Update applies update to the item with id under base and returns the item
@@ -70,14 +102,19 @@ func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Opt
 // creates the item if it does not exist unless the condition forbids it.
 // An update that sets, removes, adds to or deletes from a key attribute is
 // an *ItemError (ErrInvalidKey) before any request.
+//
+// The update applies at the base's newest shard count. While the base's
+// history has counts that put id elsewhere, Update first looks for the
+// item there with consistent GetItems and moves it (as [Rebalance] does)
+// before updating, so that an update never starts a new item beside an
+// old one.
 func (t *Table[T]) Update(ctx context.Context, base, id string, update expression.UpdateBuilder, optFns ...func(*Options)) (T, error) {
 	var zero T
 	o, err := t.options(ctx, optFns)
 	if err != nil {
 		return zero, err
 	}
-	key, pk, err := t.key(base, id)
-	if err != nil {
+	if err := t.check(base, id); err != nil {
 		return zero, err
 	}
 	e, _, err := expr(o.Condition, &update)
@@ -89,47 +126,98 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 			return zero, t.itemErr(base, id, fmt.Errorf("%w: the update changes key attribute %q", ErrInvalidKey, name))
 		}
 	}
-	if err := t.l.Record(ctx, t.c, base); err != nil {
+	h, err := t.l.recorded(ctx, t.c, base, t.l.historyTTL())
+	if err != nil {
 		return zero, err
 	}
+	pks, err := t.keysOf(base, id, h)
+	if err != nil {
+		return zero, err
+	}
+	if err := t.settle(ctx, pks, id); err != nil {
+		return zero, err
+	}
+	var a attempts
 	out, err := t.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.l.Table),
-		Key:                       key,
+		Key:                       t.keyAt(pks[0], id),
 		UpdateExpression:          e.Update(),
 		ConditionExpression:       e.Condition(),
 		ExpressionAttributeNames:  e.Names(),
 		ExpressionAttributeValues: e.Values(),
 		ReturnValues:              types.ReturnValueAllNew,
-	})
+	}, t.observe(&a))
+	t.reportAttempts(ctx, base, &a, err)
 	if err != nil {
-		return zero, t.requestErr("UpdateItem", pk, id, err)
+		return zero, t.requestErr("UpdateItem", pks[0], id, err)
 	}
 	return t.unmarshal(out.Attributes, o)
 }
 
-// Delete deletes the item with id under base. Deleting an absent item is not
+// settleAt is settle for the item id that Put writes at pk.
+func (t *Table[T]) settleAt(ctx context.Context, base, id, pk string) error {
+	h, err := t.l.recorded(ctx, t.c, base, t.l.historyTTL())
+	if err != nil {
+		return err
+	}
+	pks, err := t.keysOf(base, id, h)
+	if err != nil || pks[0] != pk {
+		return err // a history newer than the Put's: settle nothing
+	}
+	return t.settle(ctx, pks, id)
+}
+
+// settle makes sure that id, if it exists under any of pks, exists under
+// pks[0]: if pks[0] lacks it, the first copy found elsewhere is moved
+// there. Nothing is read when pks has one key.
+func (t *Table[T]) settle(ctx context.Context, pks []string, id string) error {
+	if len(pks) < 2 {
+		return nil
+	}
+	item, i, err := t.find(ctx, pks, id, true)
+	if err != nil || item == nil || i == 0 {
+		return err
+	}
+	_, err = t.l.move(ctx, t.c, item, pks[i], pks[0])
+	return err
+}
+
+// Delete deletes the item with id under base: at the physical key of
+// every shard count in the base's history (one DeleteItem per distinct
+// key), so that no older copy survives it. Deleting an absent item is not
 // an error (as in DynamoDB, and everywhere in dynashard) unless the
-// condition says so.
+// condition says so. With a condition and more than one key, Delete first
+// moves the item to the newest key (as Update does), applies the
+// condition there, and deletes the older keys only if it held.
 func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*Options)) error {
 	o, err := t.options(ctx, optFns)
 	if err != nil {
 		return err
 	}
-	key, pk, err := t.key(base, id)
-	if err != nil {
+	if err := t.check(base, id); err != nil {
 		return err
 	}
-	in := &dynamodb.DeleteItemInput{TableName: aws.String(t.l.Table), Key: key}
 	c, err := t.condition(base, id, o)
 	if err != nil {
 		return err
 	}
-	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
-	if err := t.l.Verify(ctx, t.c, base); err != nil {
+	pks, err := t.candidates(ctx, base, id, c.expr != nil)
+	if err != nil {
 		return err
 	}
-	if _, err := t.c.DeleteItem(ctx, in); err != nil {
-		return t.requestErr("DeleteItem", pk, id, err)
+	if c.expr != nil {
+		if err := t.settle(ctx, pks, id); err != nil {
+			return err
+		}
+	}
+	for i, pk := range pks {
+		in := &dynamodb.DeleteItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(pk, id)}
+		if i == 0 {
+			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
+		}
+		if _, err := t.c.DeleteItem(ctx, in); err != nil {
+			return t.requestErr("DeleteItem", pk, id, err)
+		}
 	}
 	return nil
 }

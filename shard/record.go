@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // The record of a base's layout is an ordinary item of the table, under
@@ -24,14 +26,21 @@ import (
 // is recordMarker (S, B) or 0 (N). Its attributes:
 //
 //	dynashard:layout  S  "v1 " + the layout without table and N
-//	dynashard:shards  L  the shard counts the base was written with, oldest first
+//	dynashard:shards  L  the base's shard-count history, oldest first: the
+//	                     last is the N writers use, and reads cover
+//	                     suffixes 1..max of the list
+//	dynashard:rev     N  bumped by every change of the history, which is
+//	                     made with a conditional update on it (absent: 0)
 //	dynashard:created S  when the record was written, RFC 3339
+//	dynashard:changed S  when the history last changed, RFC 3339
 const (
 	recordSuffix  = "#dynashard"
 	recordMarker  = "dynashard#layout"
 	attrLayout    = "dynashard:layout"
 	attrShards    = "dynashard:shards"
+	attrRev       = "dynashard:rev"
 	attrCreated   = "dynashard:created"
+	attrChanged   = "dynashard:changed"
 	recordVersion = "v1 "
 )
 
@@ -64,18 +73,47 @@ func (e *LayoutError) Is(target error) bool { return target == ErrLayoutMismatch
 
 // Verify checks l against the record of base before a read. A base
 // without a record (nothing written through dynashard yet) passes; one
-// whose record differs is a *LayoutError. A match is cached for the life
-// of the process, so a process pays one consistent GetItem (one read unit)
-// per base and client; a base without a record costs that read on every
-// call. An Unchecked layout sends nothing.
+// whose record differs in anything but N is a *LayoutError (N is the
+// base's own: see [Layout.Shards]). A match is cached with the base's
+// shard-count history for [Layout.HistoryTTL], so a process pays one
+// consistent GetItem (one read unit) per base and client at most that
+// often; a base without a record costs that read on every call. An
+// Unchecked layout sends nothing.
 func (l Layout) Verify(ctx context.Context, c RecordReader, base string) error {
-	if l.Unchecked || verified.has(c, l, base) {
-		return nil
+	_, err := l.Shards(ctx, c, base)
+	return err
+}
+
+// Shards returns the shard-count history of base, oldest first, after
+// checking l against the base's record as Verify does: the last count is
+// the N writers use, and a read covers suffixes 1..max of the history. A
+// base without a record (and an Unchecked layout, which reads nothing)
+// has the history [l.N()]. The result comes from a cache no older than
+// [Layout.HistoryTTL]; the caller may keep it but not change it. A nil ctx
+// or client is an error matching ErrInvalid.
+func (l Layout) Shards(ctx context.Context, c RecordReader, base string) ([]int, error) {
+	return l.history(ctx, c, base, l.historyTTL())
+}
+
+// history is Shards with a bound on the cached entry's age; maxAge 0
+// reads the record.
+func (l Layout) history(ctx context.Context, c RecordReader, base string, maxAge time.Duration) ([]int, error) {
+	if ctx == nil || errs.IsNil(c) {
+		return nil, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
 	}
-	return verified.once(ctx, c, l, base, "verify", func() error {
+	if l.Unchecked {
+		return []int{l.N()}, nil
+	}
+	if h, ok := verified.get(c, l, base, maxAge); ok {
+		return h, nil
+	}
+	return verified.once(ctx, c, l, base, "verify", func() ([]int, error) {
 		rec, ok, err := l.readRecord(ctx, c, base)
-		if err != nil || !ok {
-			return err
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return []int{l.N()}, nil
 		}
 		return l.accept(c, base, rec)
 	})
@@ -84,22 +122,36 @@ func (l Layout) Verify(ctx context.Context, c RecordReader, base string) error {
 // Record checks l against the record of base before a write, and writes
 // the record if there is none, with a conditional put so that processes
 // racing with different layouts agree: exactly one record is written, and
-// every other layout then fails with a *LayoutError. It costs one
-// consistent GetItem per base and client in the life of a process, plus
-// one PutItem the first time a base is written. An Unchecked layout sends
-// nothing.
+// every layout that differs from it in anything but N then fails with a
+// *LayoutError. A new base's history starts as [l.N()], so l's N is the
+// default for bases not yet written; a base written before keeps its own
+// history (see [Layout.Reshard]). It costs one consistent GetItem per base
+// and client per [Layout.HistoryTTL], plus one PutItem the first time a
+// base is written. An Unchecked layout sends nothing.
 func (l Layout) Record(ctx context.Context, c RecordClient, base string) error {
-	if l.Unchecked || verified.has(c, l, base) {
-		return nil
-	}
-	return verified.once(ctx, c, l, base, "record", func() error { return l.record(ctx, c, base) })
+	_, err := l.recorded(ctx, c, base, l.historyTTL())
+	return err
 }
 
-func (l Layout) record(ctx context.Context, c RecordClient, base string) error {
+// recorded is Record returning the base's history.
+func (l Layout) recorded(ctx context.Context, c RecordClient, base string, maxAge time.Duration) ([]int, error) {
+	if ctx == nil || errs.IsNil(c) {
+		return nil, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
+	}
+	if l.Unchecked {
+		return []int{l.N()}, nil
+	}
+	if h, ok := verified.get(c, l, base, maxAge); ok {
+		return h, nil
+	}
+	return verified.once(ctx, c, l, base, "record", func() ([]int, error) { return l.record(ctx, c, base) })
+}
+
+func (l Layout) record(ctx context.Context, c RecordClient, base string) ([]int, error) {
 	for range 2 {
 		rec, ok, err := l.readRecord(ctx, c, base)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ok {
 			return l.accept(c, base, rec)
@@ -107,27 +159,30 @@ func (l Layout) record(ctx context.Context, c RecordClient, base string) error {
 		err = l.writeRecord(ctx, c, base)
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			if err == nil {
-				verified.add(c, l, base)
+			if err != nil {
+				return nil, err
 			}
-			return err
+			h := []int{l.N()}
+			verified.add(c, l, base, h)
+			return h, nil
 		}
 		// Another writer recorded the base first: compare with its record.
 	}
-	return fmt.Errorf("shard: table %s base %q: layout record kept changing", l.Table, clip(base))
+	return nil, fmt.Errorf("shard: table %s base %q: layout record kept changing", l.Table, clip(base))
 }
 
 type record struct {
 	shape  string
 	shards []int
+	rev    int
 }
 
-func (l Layout) accept(c RecordReader, base string, rec record) error {
-	if rec.shape != l.shape() || len(rec.shards) == 0 || rec.shards[len(rec.shards)-1] != l.N() {
-		return &LayoutError{Base: base, Want: l.String(), Stored: rec.String(l.Table)}
+func (l Layout) accept(c RecordReader, base string, rec record) ([]int, error) {
+	if rec.shape != l.shape() {
+		return nil, &LayoutError{Base: base, Want: l.String(), Stored: rec.String(l.Table)}
 	}
-	verified.add(c, l, base)
-	return nil
+	verified.add(c, l, base, rec.shards)
+	return rec.shards, nil
 }
 
 func (r record) String(table string) string {
@@ -165,8 +220,8 @@ func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (re
 	}
 	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(l.Table), Key: key, ConsistentRead: aws.Bool(true),
-		ProjectionExpression:     aws.String("#l, #s"),
-		ExpressionAttributeNames: map[string]string{"#l": attrLayout, "#s": attrShards},
+		ProjectionExpression:     aws.String("#l, #s, #r"),
+		ExpressionAttributeNames: map[string]string{"#l": attrLayout, "#s": attrShards, "#r": attrRev},
 	})
 	if err != nil {
 		return record{}, false, fmt.Errorf("shard: read layout record of table %s base %q: %w", l.Table, clip(base), err)
@@ -205,17 +260,35 @@ func parseRecord(item map[string]types.AttributeValue) (record, error) {
 		}
 		rec.shards = append(rec.shards, n)
 	}
+	if v, ok := item[attrRev]; ok {
+		num, ok := v.(*types.AttributeValueMemberN)
+		rev, err := 0, error(nil)
+		if ok {
+			rev, err = strconv.Atoi(num.Value)
+		}
+		if !ok || err != nil || rev < 0 {
+			return record{}, fmt.Errorf("%w: %s is not a revision number", errBadRecord, attrRev)
+		}
+		rec.rev = rev
+	}
 	return rec, nil
 }
 
 func (l Layout) writeRecord(ctx context.Context, c RecordClient, base string) error {
+	return l.writeRecordN(ctx, c, base, l.N())
+}
+
+// writeRecordN writes a new record with the history [n].
+func (l Layout) writeRecordN(ctx context.Context, c RecordClient, base string, n int) error {
 	item, err := l.recordKey(base)
 	if err != nil {
 		return err
 	}
+	now := &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339)}
 	item[attrLayout] = &types.AttributeValueMemberS{Value: recordVersion + l.shape()}
-	item[attrShards] = &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberN{Value: strconv.Itoa(l.N())}}}
-	item[attrCreated] = &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339)}
+	item[attrShards] = shardList([]int{n})
+	item[attrRev] = &types.AttributeValueMemberN{Value: "1"}
+	item[attrCreated], item[attrChanged] = now, now
 	_, err = c.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(l.Table), Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
@@ -231,16 +304,31 @@ func (l Layout) writeRecord(ctx context.Context, c RecordClient, base string) er
 	return nil
 }
 
-// verifiedCache remembers the (client, layout, base) triples whose record
-// matched, for the life of the process. Records never change once written,
-// so an entry never goes stale. Concurrent first checks of one triple share
-// one check (and its requests). A client whose dynamic type is not
-// comparable cannot be a map key and is neither cached nor shared. The
-// cache holds at most maxVerified entries and starts over when full.
+func shardList(h []int) *types.AttributeValueMemberL {
+	l := &types.AttributeValueMemberL{Value: make([]types.AttributeValue, len(h))}
+	for i, n := range h {
+		l.Value[i] = &types.AttributeValueMemberN{Value: strconv.Itoa(n)}
+	}
+	return l
+}
+
+// verifiedCache remembers, per (client, table, base, layout without N),
+// the shard-count history of a record that matched, with when it was read.
+// An entry is used while younger than the caller's bound (the Layout's
+// HistoryTTL), which is what bounds how stale a process's view of another
+// process's Reshard can be. Concurrent first checks of one key share one
+// check (and its requests). A client whose dynamic type is not comparable
+// cannot be a map key and is neither cached nor shared. The cache holds at
+// most maxVerified entries and starts over when full.
 type verifiedCache struct {
 	mu       sync.Mutex
-	m        map[verifiedKey]struct{}
+	m        map[verifiedKey]cached
 	inflight map[inflightKey]*flight
+}
+
+type cached struct {
+	shards []int
+	at     time.Time
 }
 
 type inflightKey struct {
@@ -250,25 +338,26 @@ type inflightKey struct {
 
 // flight is one check in progress; done is closed when err is set.
 type flight struct {
-	done chan struct{}
-	err  error
+	done   chan struct{}
+	shards []int
+	err    error
 }
 
 type verifiedKey struct {
 	client      RecordReader
 	table, base string
-	layout      string
+	shape       string
 }
 
 const maxVerified = 1 << 16
 
-var verified = &verifiedCache{m: map[verifiedKey]struct{}{}, inflight: map[inflightKey]*flight{}}
+var verified = &verifiedCache{m: map[verifiedKey]cached{}, inflight: map[inflightKey]*flight{}}
 
 // once runs check, or waits for the same check already running for the
-// triple and shares its result. A waiter's own ctx bounds its wait; a
+// key and shares its result. A waiter's own ctx bounds its wait; a
 // shared result that is the running caller's cancellation is not taken:
 // the waiter then checks for itself.
-func (v *verifiedCache) once(ctx context.Context, c RecordReader, l Layout, base, op string, check func() error) error {
+func (v *verifiedCache) once(ctx context.Context, c RecordReader, l Layout, base, op string, check func() ([]int, error)) ([]int, error) {
 	k, ok := v.key(c, l, base)
 	if !ok {
 		return check()
@@ -286,11 +375,11 @@ func (v *verifiedCache) once(ctx context.Context, c RecordReader, l Layout, base
 		v.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-f.done:
 		}
 		if !errors.Is(f.err, context.Canceled) && !errors.Is(f.err, context.DeadlineExceeded) && f.err != errCheckAbandoned {
-			return f.err
+			return f.shards, f.err
 		}
 	}
 }
@@ -299,36 +388,52 @@ func (v *verifiedCache) once(ctx context.Context, c RecordReader, l Layout, base
 // waiters of a check that panicked check for themselves.
 var errCheckAbandoned = errors.New("shard: layout check abandoned")
 
-func (v *verifiedCache) lead(ik inflightKey, f *flight, check func() error) error {
+func (v *verifiedCache) lead(ik inflightKey, f *flight, check func() ([]int, error)) ([]int, error) {
 	defer func() {
 		v.mu.Lock()
 		delete(v.inflight, ik)
 		v.mu.Unlock()
 		close(f.done)
 	}()
-	f.err = check()
-	return f.err
+	f.shards, f.err = check()
+	return f.shards, f.err
 }
 
 func (v *verifiedCache) key(c RecordReader, l Layout, base string) (verifiedKey, bool) {
 	if c == nil || !reflect.TypeOf(c).Comparable() {
 		return verifiedKey{}, false
 	}
-	return verifiedKey{client: c, table: l.Table, base: base, layout: l.String()}, true
+	return verifiedKey{client: c, table: l.Table, base: base, shape: l.shape()}, true
 }
 
-func (v *verifiedCache) has(c RecordReader, l Layout, base string) bool {
+// get returns the cached history of base if it is younger than maxAge.
+func (v *verifiedCache) get(c RecordReader, l Layout, base string, maxAge time.Duration) ([]int, bool) {
 	k, ok := v.key(c, l, base)
-	if !ok {
-		return false
+	if !ok || maxAge <= 0 {
+		return nil, false
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	_, hit := v.m[k]
-	return hit
+	e, hit := v.m[k]
+	if !hit || time.Since(e.at) >= maxAge {
+		return nil, false
+	}
+	return e.shards, true
 }
 
-func (v *verifiedCache) add(c RecordReader, l Layout, base string) {
+// newest returns the cached history of base whatever its age.
+func (v *verifiedCache) newest(c RecordReader, l Layout, base string) ([]int, bool) {
+	k, ok := v.key(c, l, base)
+	if !ok {
+		return nil, false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, hit := v.m[k]
+	return e.shards, hit
+}
+
+func (v *verifiedCache) add(c RecordReader, l Layout, base string, shards []int) {
 	k, ok := v.key(c, l, base)
 	if !ok {
 		return
@@ -338,7 +443,7 @@ func (v *verifiedCache) add(c RecordReader, l Layout, base string) {
 	if len(v.m) >= maxVerified {
 		clear(v.m)
 	}
-	v.m[k] = struct{}{}
+	v.m[k] = cached{shards: shards, at: time.Now()}
 }
 
 // IsRecord reports whether item is a layout record rather than data: a

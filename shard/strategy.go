@@ -186,6 +186,12 @@ func (s codePointStrategy) Pick(id string) int {
 	return int(p) + 1
 }
 
+// Calculated reports whether s derives the suffix from the id alone, so
+// that a reader who knows an id can compute its key: true for Hash and
+// CodePointProduct and for user-supplied strategies (Pick's contract
+// makes them a function of the id), false for Random and nil.
+func Calculated(s Strategy) bool { return s != nil && calculated(s) }
+
 // calculated reports whether s is known to derive the suffix from the id
 // alone (Hash, CodePointProduct) or known not to (Random). Unknown
 // user-supplied strategies are treated as calculated: Pick's contract makes

@@ -66,15 +66,23 @@ type Options struct {
 	Encoder func(*attributevalue.EncoderOptions)
 	// Decoder, if set, adjusts how items are unmarshalled.
 	Decoder func(*attributevalue.DecoderOptions)
+	// Grower, if set, is the auto-grow policy: it sees every write
+	// attempt of Put, Update and Load and grows a base's N under sustained
+	// throttling (see [Grower]). It is taken from the Options NewTable
+	// was given, not per call. Default nil: N changes only through
+	// Reshard.
+	Grower *Grower
 }
 
 // Table is typed access to the physical items of one sharded table, by
-// (base, id): Put computes the physical key from the id; Get, Update and
-// Delete recompute it and send one request, so they need a calculated
-// strategy ([Hash], [CodePointProduct], or your own); with [Random] only
-// Put and Load work, and reads go through package scatter. Load is the
-// interleaving bulk loader. Table has no policy of its own (no cache,
-// versions or listing): that is package repo, built on it.
+// (base, id): Put computes the physical key from the id at the base's
+// newest shard count; Get, Update and Delete recompute it (and, while the
+// base's history has several counts, the keys of the older ones), so they
+// need a calculated strategy ([Hash], [CodePointProduct], or your own);
+// with [Random] only Put and Load work, and reads go through package
+// scatter. Load is the interleaving bulk loader. Table has no policy of
+// its own (no cache, versions or listing): that is package repo, built on
+// it.
 //
 // The Layout's sort key holds the item's id (type S). Items of type T are
 // converted with attributevalue; Put sets the partition key attribute in
@@ -137,12 +145,13 @@ func (t *Table[T]) itemErr(base, id string, err error) error {
 	return &ItemError{Table: t.l.Table, Base: base, ID: id, Err: err}
 }
 
-// physical returns the physical key for (base, id) after validating both.
-func (t *Table[T]) physical(base, id string) (string, error) {
+// physical returns the physical key for (base, id) under strategy s after
+// validating both.
+func (t *Table[T]) physical(base, id string, s Strategy) (string, error) {
 	if err := ddbsize.CheckKeyValue(t.l.SortKey, &types.AttributeValueMemberS{Value: id}, true); err != nil {
 		return "", t.itemErr(base, id, err)
 	}
-	suffix, err := pick(t.l.Strategy, id)
+	suffix, err := pick(s, id)
 	if err != nil {
 		return "", t.itemErr(base, id, err)
 	}
@@ -152,32 +161,49 @@ func (t *Table[T]) physical(base, id string) (string, error) {
 	return t.l.Codec.Key(base, suffix), nil
 }
 
-// Key returns the physical partition key of the item with id under base,
-// the key Get, Update and Delete use. It returns ErrNotCalculated for a
-// Random strategy and an *ItemError for an invalid base or id.
+// Key returns the physical partition key of the item with id under base
+// at the newest shard count this process knows for base: the last of the
+// base's history as last read from its record (whatever its age; see
+// [Layout.Shards]), or the Layout's N if the record was not read yet. It
+// is where Put writes and the first key Get tries. It sends no request.
+// It returns ErrNotCalculated for a Random strategy and an *ItemError for
+// an invalid base or id.
 func (t *Table[T]) Key(base, id string) (string, error) {
 	if !calculated(t.l.Strategy) {
 		return "", fmt.Errorf("%w: table %s uses %v", ErrNotCalculated, t.l.Table, t.l.Strategy)
 	}
-	return t.physical(base, id)
+	s := t.l.Strategy
+	if h, ok := verified.newest(t.c, t.l, base); ok && !t.l.Unchecked {
+		ns, err := withN(s, h[len(h)-1])
+		if err != nil {
+			return "", t.itemErr(base, id, err)
+		}
+		s = ns
+	}
+	return t.physical(base, id, s)
 }
 
-// key returns the primary key map for (base, id).
-func (t *Table[T]) key(base, id string) (map[string]types.AttributeValue, string, error) {
-	pk, err := t.Key(base, id)
-	if err != nil {
-		return nil, "", err
+// check validates (base, id) for a request by id, before any request.
+func (t *Table[T]) check(base, id string) error {
+	if !calculated(t.l.Strategy) {
+		return fmt.Errorf("%w: table %s uses %v", ErrNotCalculated, t.l.Table, t.l.Strategy)
 	}
+	_, err := t.physical(base, id, t.l.Strategy)
+	return err
+}
+
+// keyAt returns the primary key map of id at physical key pk.
+func (t *Table[T]) keyAt(pk, id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		t.l.PartitionKey: &types.AttributeValueMemberS{Value: pk},
 		t.l.SortKey:      &types.AttributeValueMemberS{Value: id},
-	}, pk, nil
+	}
 }
 
 // marshal converts item to its stored form under base: the sort key must be
-// a non-empty S (the id); the partition key is set from the strategy; the
+// a non-empty S (the id); the partition key is set from strategy s; the
 // whole item is checked against DynamoDB's value rules and size limit.
-func (t *Table[T]) marshal(base string, item T, o Options) (map[string]types.AttributeValue, string, error) {
+func (t *Table[T]) marshal(base string, item T, o Options, s Strategy) (map[string]types.AttributeValue, string, error) {
 	av, err := attributevalue.MarshalMapWithOptions(item, encoder(o))
 	if err != nil {
 		return nil, "", t.itemErr(base, "", fmt.Errorf("marshal %T: %w", item, err))
@@ -189,19 +215,19 @@ func (t *Table[T]) marshal(base string, item T, o Options) (map[string]types.Att
 	if !ok {
 		return nil, "", t.itemErr(base, "", fmt.Errorf("item lacks sort key attribute %q", t.l.SortKey))
 	}
-	s, ok := skv.(*types.AttributeValueMemberS)
+	id, ok := skv.(*types.AttributeValueMemberS)
 	if !ok {
 		return nil, "", t.itemErr(base, "", fmt.Errorf("sort key attribute %q is %T, want a string (S)", t.l.SortKey, skv))
 	}
-	pk, err := t.physical(base, s.Value)
+	pk, err := t.physical(base, id.Value, s)
 	if err != nil {
 		return nil, "", err
 	}
 	av[t.l.PartitionKey] = &types.AttributeValueMemberS{Value: pk}
 	if _, err := ddbsize.CheckItem(av); err != nil {
-		return nil, "", t.itemErr(base, s.Value, err)
+		return nil, "", t.itemErr(base, id.Value, err)
 	}
-	return av, s.Value, nil
+	return av, id.Value, nil
 }
 
 func encoder(o Options) func(*attributevalue.EncoderOptions) {

@@ -85,6 +85,17 @@ type Options struct {
 	// 64 MiB.
 	MaxInFlightBytes int64
 
+	// MaxWaiting bounds, for WriteSeq, the writes pulled from the sequence
+	// that wait while pulling goes on: for an earlier write of their key
+	// to be done, or for their partition key's pace (see the package doc).
+	// MaxWaitingBytes bounds their request bytes (ddbsize.WireSize). Past
+	// either bound, pulling waits. Zero means MaxConcurrency ×
+	// MaxWritesPerRequest writes and MaxInFlightBytes bytes. WriteAll and
+	// Get hold their whole input already, so nothing bounds their waiting
+	// entries but the input.
+	MaxWaiting      int
+	MaxWaitingBytes int64
+
 	// BaseDelay and MaxDelay shape the backoff before leftovers are sent
 	// again: a random duration in [0, min(MaxDelay, BaseDelay·2^stalls)),
 	// where stalls counts consecutive rounds without progress. Zero means
@@ -137,6 +148,12 @@ func (o *Options) setDefaults() {
 	if o.MaxInFlightBytes <= 0 {
 		o.MaxInFlightBytes = 64 << 20
 	}
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = o.MaxConcurrency * MaxWritesPerRequest
+	}
+	if o.MaxWaitingBytes <= 0 {
+		o.MaxWaitingBytes = o.MaxInFlightBytes
+	}
 	if o.BaseDelay <= 0 {
 		o.BaseDelay = 25 * time.Millisecond
 	}
@@ -174,6 +191,9 @@ type Stats struct {
 	// Throttled counts calls that failed with a throttling error after the
 	// SDK's retries.
 	Throttled int
+	// Paced counts the times an entry waited for its partition key's pace
+	// (see the package doc) while other keys' entries went out.
+	Paced int
 	// ConsumedCapacity sums the capacity units DynamoDB reported
 	// (ReturnConsumedCapacity TOTAL) over all tables.
 	ConsumedCapacity float64

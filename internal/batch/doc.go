@@ -39,6 +39,63 @@
 // stalled round. BatchWriteItem leftovers always mean throttling, so
 // writes always wait.
 //
+// # Per-key pacing
+//
+// DynamoDB's capacity belongs to partitions, and so, for the engine, to
+// partition-key values: one key can be out of capacity while the others
+// have plenty. Left to itself the engine would resend a throttled key's
+// entries as fast as its backoff lets it, wasting requests on entries
+// DynamoDB returns again and filling requests that other keys could use.
+// So it learns, for each partition-key value of a table listed in
+// Options.KeyAttributes, the rate DynamoDB admits, and sends that key's
+// entries no faster than a little above it. Entries of tables without
+// KeyAttributes are not paced.
+//
+// The estimate is a token bucket per key whose rate is measured rather than
+// configured. A key is not paced until one of its entries comes back
+// unprocessed (a key never throttled costs nothing). From then on its
+// responses are counted in intervals of at least 200 ms of sending (only
+// requests sent during the interval count, over the time they were sent
+// in): in an interval where some of its entries came back, the key was
+// sent more than its capacity, so what was admitted per second is its
+// capacity, and the key is paced 25 % above it, lowered by at most a fifth
+// per interval (a key the client itself sent slowly for a while must not
+// lose its rate). In an interval where it waited for its pace and nothing
+// came back, its rate grows by a quarter, since its capacity may have grown.
+// Pacing slightly above capacity keeps the key's partition busy at all times
+// (the key is written at its capacity) at the price of about one entry
+// returned unprocessed per four written, instead of several per entry. Units are
+// write capacity units (one per started KB of a Put, one per Delete) or one
+// per key read. Throttling errors count like unprocessed entries, and
+// ConsumedCapacity, reported per table only, is summed into Stats but not
+// used per key.
+//
+// An entry whose key has no allowance waits in a queue of its key (a park)
+// while entries of other keys go out; requests take, in order, leftovers of
+// keys not paced, then parked entries whose keys may go, one key after
+// another, then fresh entries. A key may always have one request in flight
+// whatever its estimate, so a key whose entries come back at random (not
+// for capacity) is never slower than one request at a time, and no key is
+// paced below one unit per min(MaxDelay, StallTimeout/4). A request made
+// only of paced entries waits up to 10 ms to be filled while other requests
+// are in flight, so that pacing does not multiply small requests. Leftovers of a paced key wait in its park, and
+// the key is held back for the same full-jitter delay their worker would
+// have slept, while the worker goes on with other keys.
+//
+// A response in which nothing was done, in a round where nothing else was
+// done either (a stalled round, below), teaches nothing about its keys: the
+// whole engine backs off instead, and after an outage every key resumes at
+// the rate it had. Waiting for a pace is not a stall: a paced key that is
+// admitted makes progress, and StallTimeout counts from the last progress
+// as before, so a permanent outage still ends in ErrStalled after
+// StallTimeout.
+//
+// Memory stays bounded: WriteAll and Get park entries of their own input;
+// WriteSeq parks at most Options.MaxWaiting entries (MaxWaitingBytes
+// bytes) with those that wait for an earlier write of their key, and stops
+// pulling while they are full. The state of a key is dropped, once there are
+// 4,096 keys' worth, when nothing of it is parked or in flight.
+//
 // Errors the SDK returns after its own retries are of two kinds.
 // ProvisionedThroughputExceededException, ThrottlingException and
 // RequestLimitExceeded mean the whole request was not done and is retried

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -25,7 +26,8 @@ type outcome struct {
 type sender func(ctx context.Context, batch []*job) outcome
 
 // engine runs one call: workers take requests built from leftovers first,
-// then fresh entries, send them, and put leftovers back. All state below mu
+// then entries parked for their key's pace, then fresh entries, send them,
+// and put leftovers back (build.go, pace.go). All state below mu
 // is guarded by it.
 //
 // Rounds belong to the whole engine, not to a worker: the first response of
@@ -54,6 +56,11 @@ type engine struct {
 	ready        []*job            // held entries whose key became free
 	waiting      int               // entries in held and ready
 	pending      map[string]int    // keys pulled and not done (ordered only)
+	maxWaiting   int               // bound on entries in held, ready and parked
+	waitingBytes int64             // wire bytes of held and ready entries
+	maxWaitBytes int64             // bound on the wire bytes of held, ready and parked
+	pace         *pacer            // per-partition-key pacing
+	wake         time.Time         // when a worker with nothing to send looks again (pacing)
 	exhausted    bool              // pull has nothing more
 	outstanding  int               // requests in flight or backing off
 	stalls       int               // consecutive rounds without progress
@@ -86,15 +93,20 @@ func (e *engine) feed(jobs []*job) {
 		return jobs[next-1], nil
 	}
 	e.rest = func() []*job { return jobs[next:] }
+	// The input is in memory already: entries waiting for their key cost
+	// nothing more, so a throttled key never stops the others being read.
+	e.maxWaiting, e.maxWaitBytes = math.MaxInt, math.MaxInt64
 }
 
 func newEngine(opts Options, send sender, maxCount int, maxBytes int64, sizeDriven bool) *engine {
 	e := &engine{
 		opts: opts, send: send, maxCount: maxCount, maxBytes: maxBytes, sizeDriven: sizeDriven,
-		sem:     semaphore.NewWeighted(opts.MaxInFlightBytes),
-		held:    map[string][]*job{},
-		pending: map[string]int{},
-		stopCh:  make(chan struct{}),
+		sem:        semaphore.NewWeighted(opts.MaxInFlightBytes),
+		held:       map[string][]*job{},
+		pending:    map[string]int{},
+		maxWaiting: opts.MaxWaiting, maxWaitBytes: opts.MaxWaitingBytes,
+		pace:   newPacer(opts),
+		stopCh: make(chan struct{}),
 	}
 	e.cond.L = &e.mu
 	return e
@@ -139,6 +151,7 @@ func (e *engine) leftovers() ([]*job, error) {
 		left = append(left, e.peek)
 	}
 	left = append(left, e.ready...)
+	left = append(left, e.pace.all()...)
 	for _, js := range e.held {
 		left = append(left, js...)
 	}
@@ -155,8 +168,9 @@ func (e *engine) worker(ctx context.Context) {
 		if !ok {
 			return
 		}
+		sentAt := time.Now()
 		out := e.sendOne(ctx, batch)
-		left, delay, again := e.settle(ctx, batch, round, out)
+		left, delay, again := e.settle(ctx, batch, round, sentAt, out)
 		if again {
 			slept := sleep(ctx, e.stopCh, delay)
 			e.requeue(ctx, left, slept)
@@ -185,117 +199,29 @@ func (e *engine) next(ctx context.Context) ([]*job, int, bool) {
 			e.cond.Broadcast() // wake the other idle workers so they end too
 			break
 		}
-		e.cond.Wait()
+		e.waitLocked()
 	}
 	return nil, 0, false
 }
 
+// waitLocked waits for a change, or until the time buildLocked set for
+// parked entries to be able to go.
+func (e *engine) waitLocked() {
+	if e.wake.IsZero() {
+		e.cond.Wait()
+		return
+	}
+	t := time.AfterFunc(time.Until(e.wake), func() {
+		e.mu.Lock()
+		e.cond.Broadcast()
+		e.mu.Unlock()
+	})
+	e.cond.Wait()
+	t.Stop()
+}
+
 func (e *engine) finishedLocked() bool {
-	return e.stopping || e.exhausted && e.waiting == 0 && e.peek == nil && len(e.queue) == 0 && e.outstanding == 0
-}
-
-// buildLocked takes leftovers first, then fresh entries, up to the request
-// limits. Folding leftovers into a request with fresh entries keeps
-// requests full instead of resending a few entries at a time.
-func (e *engine) buildLocked() []*job {
-	var batch []*job
-	size := int64(requestOverhead)
-	fits := func(j *job) bool {
-		return len(batch) == 0 || e.maxBytes == 0 || size+j.wire <= e.maxBytes
-	}
-	retry := false
-	for len(e.queue) > 0 && len(batch) < e.maxCount && fits(e.queue[0]) {
-		batch = append(batch, e.queue[0])
-		size += e.queue[0].wire
-		e.queue = e.queue[1:]
-		retry = true
-	}
-	if retry && e.budgetSpentLocked() {
-		e.queue = append(batch, e.queue...)
-		e.failLocked(ErrRetryBudget)
-		return nil
-	}
-	for len(batch) < e.maxCount {
-		j := e.freshLocked()
-		if j == nil {
-			break
-		}
-		if !fits(j) {
-			e.peek = j
-			break
-		}
-		batch = append(batch, j)
-		size += j.wire
-	}
-	if e.stopping {
-		e.queue = append(batch, e.queue...)
-		return nil
-	}
-	if retry {
-		e.stats.Retries++
-	}
-	return batch
-}
-
-func (e *engine) budgetSpentLocked() bool {
-	b := e.opts.RetryBudget
-	return b < 0 || b > 0 && e.stats.Retries >= b
-}
-
-// freshLocked returns the next entry never sent, or nil if none can go now.
-// An entry whose key is still in progress (ordered only) waits in held
-// while pulling goes on, up to one request's worth per worker.
-func (e *engine) freshLocked() *job {
-	if j := e.peek; j != nil {
-		e.peek = nil
-		return j
-	}
-	if len(e.ready) > 0 {
-		j := e.ready[0]
-		e.ready = e.ready[1:]
-		e.waiting--
-		return j
-	}
-	for !e.exhausted && !e.stopping && e.waiting < e.opts.MaxConcurrency*e.maxCount {
-		j := e.pullLocked()
-		if j == nil || !e.ordered {
-			return j
-		}
-		if e.pending[j.fp] == 0 {
-			e.pending[j.fp]++
-			return j
-		}
-		e.held[j.fp] = append(e.held[j.fp], j)
-		e.waiting++
-	}
-	return nil
-}
-
-// pullLocked pulls one entry; at the end of the input, on an invalid entry
-// or on a panic of the input it marks the input exhausted and returns nil.
-func (e *engine) pullLocked() (j *job) {
-	var err error
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				e.panicked = &pullPanic{value: v}
-				j, err = nil, errPullPanic
-			}
-		}()
-		j, err = e.pull()
-	}()
-	if err != nil {
-		if j != nil {
-			e.undone = append(e.undone, j)
-		}
-		e.exhausted = true
-		e.failLocked(err)
-		return nil
-	}
-	if j == nil {
-		e.exhausted = true
-	}
-	return j
+	return e.stopping || e.exhausted && e.waiting == 0 && e.pace.parked == 0 && e.peek == nil && len(e.queue) == 0 && e.outstanding == 0
 }
 
 // sendOne sends one request within the in-flight byte bound. A panic of
@@ -329,7 +255,7 @@ var errClientPanic = errors.New("batch: the client panicked")
 // settle records the outcome of a request. When entries are to be sent
 // again it returns them with the time to wait first; otherwise the request
 // is finished.
-func (e *engine) settle(ctx context.Context, batch []*job, round int, out outcome) (left []*job, delay time.Duration, again bool) {
+func (e *engine) settle(ctx context.Context, batch []*job, round int, sentAt time.Time, out outcome) (left []*job, delay time.Duration, again bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.progressLocked()
@@ -339,6 +265,7 @@ func (e *engine) settle(ctx context.Context, batch []*job, round int, out outcom
 	left = out.left
 	if out.err != nil {
 		if ctx.Err() != nil || !isThrottle(out.err) {
+			e.pace.settle(batch, nil, false, sentAt, time.Now())
 			e.failLocked(cmpOr(ctx.Err(), out.err))
 			e.finishLocked(batch, batch)
 			return nil, 0, false
@@ -347,6 +274,7 @@ func (e *engine) settle(ctx context.Context, batch []*job, round int, out outcom
 		left = batch
 	}
 	progress := len(left) < len(batch)
+	e.learnLocked(batch, left, progress || round != e.round, sentAt)
 	if err := e.roundLocked(progress, round); err != nil {
 		e.failLocked(err)
 	}
@@ -367,6 +295,13 @@ func (e *engine) settle(ctx context.Context, batch []*job, round int, out outcom
 		// Leftovers after progress wait a little on their own; a stalled
 		// round's wait is the gate's, shared by every worker.
 		delay = e.opts.jitter(e.opts.BaseDelay)
+	}
+	// A paced key's leftovers wait in its park, with the key held back
+	// for the same backoff, and the worker goes on with other keys.
+	if left = e.parkLocked(left, delay); len(left) == 0 {
+		e.outstanding--
+		e.cond.Broadcast()
+		return nil, 0, false
 	}
 	return left, delay, true
 }
@@ -402,6 +337,7 @@ func (e *engine) requeue(ctx context.Context, left []*job, slept bool) {
 	if !slept && ctx.Err() != nil {
 		e.failLocked(ctx.Err())
 	}
+	left = e.parkLocked(left, 0)
 	e.queue = append(e.queue, left...)
 	e.outstanding--
 	e.cond.Broadcast()

@@ -713,3 +713,65 @@ func TestBackoffCap(t *testing.T) {
 }
 
 var _ iter.Seq[Write] = slices.Values([]Write(nil))
+
+// TestWriteSeqPacedBoundedMemory: with one key throttled so that its
+// writes wait for its pace, WriteSeq still holds at most MaxWaiting waiting
+// writes besides the requests in flight and their leftovers, and the
+// other keys go on being written.
+func TestWriteSeqPacedBoundedMemory(t *testing.T) {
+	const total, conc, maxWaiting = 3000, 4, 60
+	var mu sync.Mutex
+	pulled, done, peak := 0, 0, 0
+	seq := func(yield func(Write) bool) {
+		for i := range total {
+			mu.Lock()
+			pulled++
+			peak = max(peak, pulled-done)
+			mu.Unlock()
+			pk := "hot"
+			if i%3 != 0 {
+				pk = fmt.Sprint("cold", i)
+			}
+			if !yield(Write{Table: "t", Put: item{"pk": s(pk), "sk": n(fmt.Sprint(i))}}) {
+				return
+			}
+		}
+	}
+	// The hot key is admitted one write per request: the rest of its
+	// writes in a request come back.
+	sc := newScript(func(call int, b []*job) outcome {
+		time.Sleep(2 * time.Millisecond) // long enough a run for the key's rate to be measured
+		var left []*job
+		hot := 0
+		for _, j := range b {
+			if j.write.Put["pk"].(*types.AttributeValueMemberS).Value == "hot" {
+				if hot++; hot > 1 {
+					left = append(left, j)
+				}
+			}
+		}
+		mu.Lock()
+		done += len(b) - len(left)
+		mu.Unlock()
+		return outcome{left: left}
+	})
+	st, err := writeSeq(context.Background(), sc.send, seq, testOpts(noWait, func(o *Options) {
+		o.KeyAttributes = map[string][]string{"t": {"pk", "sk"}}
+		o.MaxConcurrency = conc
+		o.MaxWaiting = maxWaiting
+		o.StallTimeout = time.Minute
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Done != total || st.Paced == 0 {
+		t.Errorf("stats %+v: want %d done and writes paced", st, total)
+	}
+	checkExactlyOnce(t, sc, total)
+	// Waiting writes, requests in flight, their leftovers, one request
+	// being filled, one write that did not fit.
+	t.Logf("peak %d, stats %+v", peak, st)
+	if bound := maxWaiting + (2*conc+1)*MaxWritesPerRequest + 1; peak > bound {
+		t.Errorf("peak writes in memory: got %d, want at most %d", peak, bound)
+	}
+}

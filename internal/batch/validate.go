@@ -17,6 +17,36 @@ type job struct {
 	wire  int64    // bytes it adds to a request body
 	write Write
 	key   Key
+
+	// Pacing: the partition-key value once known (see partKey), the
+	// capacity units it costs, the key state it is charged to while in a
+	// request, and whether it was returned unprocessed before.
+	pk      string
+	pkKnown bool
+	units   float64
+	pace    *keyPace
+	retried bool
+}
+
+// partKey is the fingerprint of the entry's table and partition-key value,
+// the unit of pacing; "" without the table's key attributes. It is worked
+// out when first needed: a call in which no key is throttled never needs
+// it.
+func (j *job) partKey() string {
+	if !j.pkKnown {
+		j.pkKnown = true
+		m := j.key.Key
+		switch {
+		case len(j.write.Put) > 0:
+			m = j.write.Put
+		case len(j.write.Delete) > 0:
+			m = j.write.Delete
+		}
+		if len(j.names) > 0 {
+			j.pk = fingerprint(j.table, m, j.names[:1])
+		}
+	}
+	return j.pk
 }
 
 // Bytes a write adds to a BatchWriteItem body beyond its item or key:
@@ -72,15 +102,18 @@ func newWriteJob(i int, w Write, keyAttrs map[string][]string) (*job, error) {
 		} else {
 			j.fp = fingerprint(w.Table, w.Put, nil)
 		}
-		if _, err := ddbsize.CheckItem(w.Put); err != nil {
+		size, err := ddbsize.CheckItem(w.Put)
+		if err != nil {
 			return fail(err)
 		}
+		j.units = float64(max(1, (size+1023)/1024)) // one WCU per started KB
 		j.wire = int64(ddbsize.WireSize(w.Put) + putOverhead)
 	case len(w.Delete) > 0:
 		if err := checkKey(w.Delete, names, true); err != nil {
 			return fail(err)
 		}
 		j.fp = fingerprint(w.Table, w.Delete, names)
+		j.units = 1
 		j.wire = int64(ddbsize.WireSize(w.Delete) + deleteOverhead)
 	default:
 		return fail(fmt.Errorf("%w: neither Put nor Delete set", ErrInvalidWrite))
@@ -104,6 +137,7 @@ func newKeyJob(i int, k Key, keyAttrs map[string][]string) (*job, error) {
 		return fail(err)
 	}
 	j.fp = fingerprint(k.Table, k.Key, names)
+	j.units = 1 // its size is unknown until it is read
 	j.wire = int64(ddbsize.WireSize(k.Key) + 1 + tableOverhead + len(k.Table))
 	return j, nil
 }

@@ -1,0 +1,467 @@
+package chunk
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/chunkhook"
+	"github.com/dynashard/dynashard/internal/errs"
+)
+
+// ObjectStore is where Options.Objects keeps payloads offloaded from
+// DynamoDB: a bucket of an object store such as Amazon S3. Module
+// github.com/dynashard/dynashard/s3blob implements it on *s3.Client, so
+// that programs that do not offload never import the S3 SDK. Keys are
+// never reused: every Put writes a key of its own and nothing overwrites
+// an object.
+type ObjectStore interface {
+	// Put stores body, read to io.EOF, under key with the user metadata
+	// meta (lower-case names, ASCII values, 2 KB at most in all). When it
+	// fails, nothing must be readable under key (an incomplete multipart
+	// upload may remain, as S3 leaves it). An error from body is returned,
+	// wrapped.
+	Put(ctx context.Context, key string, body io.Reader, meta map[string]string) error
+	// GetRange returns n bytes of the object from offset off (n > 0, the
+	// range within the object). An absent object is an error matching
+	// fs.ErrNotExist.
+	GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
+	// Metadata returns the user metadata Put stored with the object. An
+	// absent object is an error matching fs.ErrNotExist.
+	Metadata(ctx context.Context, key string) (map[string]string, error)
+	// Delete deletes the objects; absent ones are no error.
+	Delete(ctx context.Context, keys []string) error
+	// List calls fn with the objects whose keys begin with prefix, one page
+	// at a time, in key order, and stops at fn's first error.
+	List(ctx context.Context, prefix string, fn func([]ObjectInfo) error) error
+}
+
+// ObjectInfo is an object as ObjectStore.List reports it.
+type ObjectInfo struct {
+	Key          string
+	Size         int64
+	LastModified time.Time
+}
+
+// DefaultObjectThreshold is the payload size from which a Store with
+// Options.Objects offloads: 1 MiB, which costs 1,024 write units in
+// DynamoDB every time it is written, against one PUT request.
+const DefaultObjectThreshold = 1 << 20
+
+// maxObjectThreshold bounds Options.ObjectThreshold: PutReader holds up to
+// that many bytes to decide where a payload goes.
+const maxObjectThreshold = 64 << 20
+
+// maxObjectPrefix bounds Options.ObjectPrefix, leaving most of S3's
+// 1,024-byte key to the parent's key and the version.
+const maxObjectPrefix = 512
+
+// maxObjectKey is S3's limit on an object key, in bytes.
+const maxObjectKey = 1024
+
+// maxMetadata is S3's limit on an object's user metadata: names and values,
+// in bytes.
+const maxMetadata = 2048
+
+// objectWindow is how many stored bytes one ranged GET of a Reader asks
+// for: a Reader holds at most that much of an object.
+const objectWindow = 8 << 20
+
+const (
+	attrObject  = "ChunkObject" // S: the object holding the payload, if offloaded
+	objectCount = "-1"          // ChunkCount of an offloaded payload
+	metaParent  = "dynashard-parent"
+	metaTable   = "dynashard-table"
+)
+
+func init() {
+	chunkhook.SetClock = func(st any, now func() time.Time) { st.(*Store).now = now }
+}
+
+// resolveObjectOptions checks and completes the offload fields of o.
+func resolveObjectOptions(method string, o Options) (Options, error) {
+	if o.ObjectThreshold == 0 {
+		o.ObjectThreshold = DefaultObjectThreshold
+	}
+	switch {
+	case o.Objects != nil && errs.IsNil(o.Objects):
+		return o, invalid(method, "Options.Objects is a nil %T", o.Objects)
+	case o.Objects != nil && o.Guide != nil && o.Guide.Write:
+		// Readers that know only the guide's layout would find no payload.
+		return o, invalid(method, "Options.Objects with Options.Guide.Write: the guide's layout cannot record an object")
+	case o.ObjectThreshold > maxObjectThreshold:
+		return o, invalid(method, "Options.ObjectThreshold %d above %d", o.ObjectThreshold, maxObjectThreshold)
+	case len(o.ObjectPrefix) > maxObjectPrefix:
+		return o, invalid(method, "Options.ObjectPrefix of %d bytes, limit %d", len(o.ObjectPrefix), maxObjectPrefix)
+	case !utf8.ValidString(o.ObjectPrefix):
+		return o, invalid(method, "Options.ObjectPrefix %q is not valid UTF-8", o.ObjectPrefix)
+	}
+	return o, nil
+}
+
+// offloads reports whether a payload of size bytes goes to Objects.
+func (s *Store) offloads(size int64) bool {
+	return s.opts.Objects != nil && (s.opts.ObjectThreshold < 0 || size >= s.opts.ObjectThreshold)
+}
+
+// objectPrefix begins every object key of this store.
+func (s *Store) objectPrefix() string {
+	if s.opts.ObjectPrefix != "" {
+		return s.opts.ObjectPrefix
+	}
+	return "dynashard/" + s.parents + "/"
+}
+
+// objectKey names the object of one version of key: the prefix, the
+// parent's rendered key (its chunk-key prefix) if it is made of characters
+// safe in any S3 key and short enough, else "sha256-" and a hash of the
+// key, then '/' and the version.
+func (s *Store) objectKey(key Key, rendered, version string) string {
+	base := s.objectPrefix()
+	if len(base)+len(rendered)+1+versionLen <= maxObjectKey && safeObjectName(rendered) {
+		return base + rendered + "/" + version
+	}
+	sum := sha256.Sum256([]byte(key.cacheID()))
+	return base + "sha256-" + hex.EncodeToString(sum[:]) + "/" + version
+}
+
+// safeObjectName reports whether s uses only the characters S3 documents
+// as safe in keys, and '#'.
+func safeObjectName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!-_.*'()#", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// objectVersion returns the version an object key ends with.
+func objectVersion(k string) (string, bool) {
+	i := strings.LastIndexByte(k, '/')
+	if i < 0 {
+		return "", false
+	}
+	v := k[i+1:]
+	if _, err := versionTime(v); err != nil {
+		return "", false
+	}
+	return v, true
+}
+
+// keyValue is one attribute of a parent key as the object metadata records
+// it.
+type keyValue struct {
+	Name string `json:"n"`
+	Type string `json:"t"` // S, N or B
+	S    string `json:"v"` // B values in standard base64
+}
+
+// objectMetadata returns the metadata of key's objects: the parent table
+// and the parent's key, base64url-encoded JSON, for Sweep and for anyone
+// maintaining the bucket. A key too long for S3's 2 KB of metadata fails
+// with ErrInvalidKey.
+func (s *Store) objectMetadata(key Key) (map[string]string, error) {
+	var kv []keyValue
+	for _, a := range []struct {
+		name string
+		v    types.AttributeValue
+	}{{key.PartitionName, key.Partition}, {key.SortName, key.Sort}} {
+		switch v := a.v.(type) {
+		case *types.AttributeValueMemberS:
+			kv = append(kv, keyValue{a.name, "S", v.Value})
+		case *types.AttributeValueMemberN:
+			kv = append(kv, keyValue{a.name, "N", v.Value})
+		case *types.AttributeValueMemberB:
+			kv = append(kv, keyValue{a.name, "B", base64.StdEncoding.EncodeToString(v.Value)})
+		}
+	}
+	b, err := json.Marshal(kv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: key %v: %w", ErrInvalidKey, key, err)
+	}
+	meta := map[string]string{
+		metaParent: base64.RawURLEncoding.EncodeToString(b),
+		metaTable:  base64.RawURLEncoding.EncodeToString([]byte(s.parents)),
+	}
+	n := 0
+	for k, v := range meta {
+		n += len(k) + len(v)
+	}
+	if n > maxMetadata {
+		return nil, fmt.Errorf("%w: key %v: recording it in the object's metadata takes %d bytes, S3 allows %d",
+			ErrInvalidKey, key, n, maxMetadata)
+	}
+	return meta, nil
+}
+
+// keyFromMetadata decodes what objectMetadata recorded; ok is false for
+// metadata of another table or not written by this package.
+func (s *Store) keyFromMetadata(meta map[string]string) (key Key, ok bool) {
+	table, err := base64.RawURLEncoding.DecodeString(meta[metaTable])
+	if err != nil || string(table) != s.parents {
+		return Key{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(meta[metaParent])
+	if err != nil {
+		return Key{}, false
+	}
+	var kv []keyValue
+	if json.Unmarshal(b, &kv) != nil || len(kv) < 1 || len(kv) > 2 {
+		return Key{}, false
+	}
+	vals := make([]types.AttributeValue, len(kv))
+	for i, a := range kv {
+		switch a.Type {
+		case "S":
+			vals[i] = &types.AttributeValueMemberS{Value: a.S}
+		case "N":
+			vals[i] = &types.AttributeValueMemberN{Value: a.S}
+		case "B":
+			d, err := base64.StdEncoding.DecodeString(a.S)
+			if err != nil {
+				return Key{}, false
+			}
+			vals[i] = &types.AttributeValueMemberB{Value: d}
+		default:
+			return Key{}, false
+		}
+	}
+	key = Key{PartitionName: kv[0].Name, Partition: vals[0]}
+	if len(kv) == 2 {
+		key.SortName, key.Sort = kv[1].Name, vals[1]
+	}
+	return key, key.validate() == nil
+}
+
+// putReaderObject is PutReader for a Store with Objects: it reads up to
+// ObjectThreshold bytes to learn where the payload goes, unless r tells
+// its length.
+func (s *Store) putReaderObject(ctx context.Context, key Key, r io.Reader, optFns []func(*PutOptions)) (Info, error) {
+	if l, ok := r.(interface{ Len() int }); ok {
+		if s.offloads(int64(l.Len())) {
+			return s.putObject(ctx, "PutReader", key, newReaderSource(r, s.opts, s.opts.MaxSize), optFns)
+		}
+		return s.put(ctx, "PutReader", key, newReaderSource(r, s.opts, s.opts.MaxSize), optFns)
+	}
+	if s.opts.ObjectThreshold < 0 {
+		return s.putObject(ctx, "PutReader", key, newReaderSource(r, s.opts, s.opts.MaxSize), optFns)
+	}
+	head, err := io.ReadAll(io.LimitReader(r, min(s.opts.ObjectThreshold, s.opts.MaxSize+1)))
+	switch {
+	case err != nil:
+		return Info{}, fmt.Errorf("chunk: put %v: reading payload: %w", key, err)
+	case int64(len(head)) > s.opts.MaxSize:
+		return Info{}, fmt.Errorf("%w: key %v: payload above MaxSize %d", ErrTooLarge, key, s.opts.MaxSize)
+	case !s.offloads(int64(len(head))):
+		return s.put(ctx, "PutReader", key, newBytesSource(head, s.opts), optFns)
+	}
+	body := io.MultiReader(bytes.NewReader(head), r)
+	return s.putObject(ctx, "PutReader", key, newReaderSource(body, s.opts, s.opts.MaxSize), optFns)
+}
+
+// putObject is put for a payload that goes to Objects: the object is
+// uploaded under a key of its own, then the parent flips to it exactly as
+// it flips to chunks.
+func (s *Store) putObject(ctx context.Context, method string, key Key, src *source, optFns []func(*PutOptions)) (Info, error) {
+	w, err := s.newWrite(method, key, optFns)
+	if err != nil {
+		return Info{}, err
+	}
+	meta, err := s.objectMetadata(key)
+	if err != nil {
+		return Info{}, err
+	}
+	w.object = s.objectKey(key, w.prefix, w.version)
+	w.enc = s.opts.Compression // for the size check; settled by the upload
+	if err := w.checkParentSize(); err != nil {
+		return Info{}, err
+	}
+	if w.cur, err = s.readCurrent(ctx, key); err != nil {
+		return Info{}, err
+	}
+	if err := w.checkParentSize(); err != nil {
+		return Info{}, err
+	}
+	body := &sourceBody{src: src}
+	err = s.opts.Objects.Put(ctx, w.object, body, meta)
+	if body.failed != nil {
+		w.abandon(ctx)
+		return Info{}, w.sourceError(body.failed)
+	}
+	if err != nil {
+		w.abandon(ctx)
+		return Info{}, fmt.Errorf("chunk: put %v: uploading object %s: %w", key, w.object, err)
+	}
+	w.enc = src.encoding()
+	w.size, w.sum = src.checksum()
+	w.stored = src.stored
+	return w.commit(ctx)
+}
+
+// sourceBody is a source's stored stream as an io.Reader.
+type sourceBody struct {
+	src    *source
+	cur    []byte
+	eof    bool
+	failed error // from the payload's reader, or MaxSize exceeded
+}
+
+func (b *sourceBody) Read(p []byte) (int, error) {
+	for len(b.cur) == 0 {
+		switch {
+		case b.failed != nil:
+			return 0, b.failed
+		case b.eof:
+			return 0, io.EOF
+		}
+		c, err := b.src.next()
+		b.cur = c
+		switch {
+		case err == io.EOF:
+			b.eof = true
+		case err != nil:
+			b.failed = err
+		}
+	}
+	n := copy(p, b.cur)
+	b.cur = b.cur[n:]
+	return n, nil
+}
+
+// deleteObject deletes an object that no parent holds any more, unless ctx
+// is done; a failure leaves it to Sweep.
+func (s *Store) deleteObject(ctx context.Context, key string) {
+	if ctx.Err() != nil || s.opts.Objects == nil {
+		return
+	}
+	s.opts.Objects.Delete(ctx, []string{key})
+}
+
+// fetchObject reads the next window of the Reader's object with one ranged
+// GET, or returns io.EOF after the last. A missing object means the version was replaced (or deleted) if the
+// parent, read again consistently, says so, and damage otherwise.
+func (r *Reader) fetchObject() error {
+	s := r.s
+	if s.opts.Objects == nil {
+		return streamError{fmt.Errorf("chunk: get %v: the payload is in object %q, and Options.Objects is nil", r.key, r.p.Object)}
+	}
+	if r.objOff >= r.p.StoredSize {
+		return io.EOF
+	}
+	n := min(objectWindow, r.p.StoredSize-r.objOff)
+	buf := make([]byte, n)
+	body, err := s.opts.Objects.GetRange(r.ctx, r.p.Object, r.objOff, n)
+	if err == nil {
+		_, err = io.ReadFull(body, buf)
+		body.Close()
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return r.corrupt(0, fmt.Sprintf("object %s shorter than the %d bytes recorded", r.p.Object, r.p.StoredSize))
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		p, err := s.readParent(r.ctx, r.key, true)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return &replacedError{gone: true}
+		case err != nil:
+			return streamError{err}
+		case p.Version != r.p.Version:
+			return &replacedError{p: p}
+		}
+		return r.corrupt(0, "object "+r.p.Object+" missing")
+	}
+	if err != nil {
+		if cerr := r.ctxErr(); cerr != nil {
+			return cerr
+		}
+		return streamError{fmt.Errorf("chunk: get %v: reading object %s: %w", r.key, r.p.Object, err)}
+	}
+	r.window = [][]byte{buf}
+	r.objOff += n
+	return nil
+}
+
+// sweepObjects deletes the objects under the store's prefix that no parent
+// holds and that are older than Grace, by the version in their key and by
+// their LastModified. Each such object's metadata names its parent (one
+// HEAD request), which is read consistently, once per parent and sweep.
+func (sw *sweep) sweepObjects(ctx context.Context) error {
+	s := sw.s
+	err := s.opts.Objects.List(ctx, s.objectPrefix(), func(objs []ObjectInfo) error {
+		var orphans []string
+		var young, current, foreign int
+		for _, o := range objs {
+			version, ok := objectVersion(o.Key)
+			if !ok {
+				foreign++
+				continue
+			}
+			created, _ := versionTime(version)
+			now := s.clock()
+			if now.Sub(created) < s.opts.Grace || now.Sub(o.LastModified) < s.opts.Grace {
+				young++
+				continue
+			}
+			meta, err := s.opts.Objects.Metadata(ctx, o.Key)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // deleted since it was listed
+			}
+			if err != nil {
+				return fmt.Errorf("reading metadata of %s: %w", o.Key, err)
+			}
+			key, ok := s.keyFromMetadata(meta)
+			if !ok {
+				foreign++
+				continue
+			}
+			rendered, err := key.prefix()
+			if err != nil || s.objectKey(key, rendered, version) != o.Key {
+				foreign++
+				continue
+			}
+			pc, err := sw.parent(ctx, key, created)
+			if err != nil {
+				return err
+			}
+			if pc.exists && pc.version == version {
+				current++
+				continue
+			}
+			orphans = append(orphans, o.Key)
+		}
+		if len(orphans) > 0 {
+			if err := s.opts.Objects.Delete(ctx, orphans); err != nil {
+				return fmt.Errorf("deleting orphans: %w", err)
+			}
+		}
+		sw.mu.Lock()
+		defer sw.mu.Unlock()
+		sw.stats.Objects += len(objs)
+		sw.stats.ObjectsYoung += young
+		sw.stats.ObjectsCurrent += current
+		sw.stats.ObjectsForeign += foreign
+		sw.stats.ObjectsDeleted += len(orphans)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("chunk: sweep: objects under %s: %w", s.objectPrefix(), err)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package scatter
+
+import (
+	"slices"
+
+	"github.com/dynashard/dynashard/shard"
+)
+
+// A base's shard count may change (shard.Layout.Reshard): a call reads the
+// suffixes of every count in the base's history, which the layout check
+// reads, so the plan is widened after it, and a cursor decoded before it.
+
+// widen makes the plan read base's history h: without Options.Suffixes,
+// suffixes 1..max(h), the union of every count's suffixes, each physical
+// key once. Called after the layout check, which reads h.
+func (p *plan) widen(h []int) error {
+	p.history = h
+	p.copies = len(h) > 1 && p.ordered && p.skAttr != "" && p.l.Index == ""
+	n := slices.Max(h)
+	if len(p.o.Suffixes) > 0 || n == len(p.suffixes) {
+		return nil
+	}
+	p.suffixes = make([]int, n)
+	for i := range n {
+		p.suffixes[i] = i + 1
+	}
+	return p.keys(p.base)
+}
+
+// decodeEarly is decodeCursor for a plan whose suffixes are not known yet:
+// without Options.Suffixes a call reads the suffixes of the base's
+// history, which the layout check reads, so positions are decoded against
+// every suffix a base may have (1..shard.MaxN, where a shard's ordinal is
+// its suffix - 1, as in the final plan), and Page fits them to the base's
+// suffixes after the check (resume.fit).
+func decodeEarly(p *plan, c Cursor, key []byte) (resume, error) {
+	if len(p.o.Suffixes) == 0 {
+		wide := *p
+		wide.suffixes = make([]int, shard.MaxN)
+		for i := range wide.suffixes {
+			wide.suffixes[i] = i + 1
+		}
+		p = &wide
+	}
+	return decodeCursor(p, c, key)
+}
+
+// fit checks a decoded resume against p's suffixes, once the layout check
+// has set them: a cursor made before a Reshard names suffixes the base
+// still has (its history only grows until a Rebalance retires counts),
+// and one naming a suffix a Rebalance has retired is out of range.
+func (res resume) fit(p *plan) (resume, error) {
+	n := len(p.suffixes)
+	if res.starts == nil || len(res.starts) == n {
+		return res, nil
+	}
+	out := func(pos *position) bool { return pos != nil && pos.ord >= n }
+	if out(res.def) {
+		return resume{}, cursorErr(CursorOutOfRange, "position in suffix %d, which base %q no longer has", res.def.ord+1, p.base)
+	}
+	for ord, pos := range res.starts {
+		if out(pos) || ord >= n && pos != res.def {
+			return resume{}, cursorErr(CursorOutOfRange, "suffix %d, which base %q no longer has", ord+1, p.base)
+		}
+	}
+	res.starts = res.starts[:n]
+	return res, nil
+}
