@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,6 +114,7 @@ var scenarioNames = map[int]string{
 	5: "bulk load",
 	6: "chunks",
 	7: "hot-day writes, partition model",
+	8: "online resharding",
 }
 
 // runBench is the whole command: it starts a server (or uses -endpoint),
@@ -130,21 +130,15 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if cfg.cpuProfile != "" {
-		f, err := os.Create(cfg.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	meter, err := newCPUMeter(cfg.cpuProfile)
+	if err != nil {
+		return err
 	}
-	b := &bencher{cfg: cfg, prog: newProgress(stderr)}
+	b := &bencher{cfg: cfg, prog: newProgress(stderr), cpu: meter}
 	defer b.close()
 	rep, err := b.run(ctx)
 	b.prog.done()
+	err = errors.Join(err, meter.close())
 	if rep != nil {
 		fmt.Fprint(stdout, rep.markdown(""))
 		if cfg.out != "" {
@@ -167,7 +161,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "small sizes and short runs: all scenarios in under a minute")
 	fs.StringVar(&cfg.server, "server", "ddblocal", "local server to start: ddblocal (DynamoDB Local) or dynalite")
 	fs.StringVar(&cfg.endpoint, "endpoint", "", "use this running DynamoDB endpoint (http://host:port) instead of starting a server")
-	scen := fs.String("scenarios", "1,2,3,4,5,6,7", "scenarios to run: 1 writes, 2 reads, 3 merge, 4 strategies, 5 bulk load, 6 chunks, 7 writes on a provisioned table (partition model)")
+	scen := fs.String("scenarios", "1,2,3,4,5,6,7,8", "scenarios to run: 1 writes, 2 reads, 3 merge, 4 strategies, 5 bulk load, 6 chunks, 7 writes on a provisioned table (partition model), 8 online resharding")
 	fs.Float64Var(&cfg.wcu, "wcu", 100, "modelled write capacity per partition-key value, WCU/s (DynamoDB: 1000, scaled down)")
 	fs.Float64Var(&cfg.rcu, "rcu", 300, "modelled read capacity per partition-key value, RCU/s (DynamoDB: 3000, scaled down)")
 	fs.DurationVar(&cfg.burst, "burst", 100*time.Millisecond, "unused capacity a key keeps, as a duration of its rate (DynamoDB: up to 300s, best effort)")
@@ -198,7 +192,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&cfg.out, "out", "", "write results.md and plots to this directory")
 	fs.StringVar(&cfg.note, "note", "", "a remark printed at the top of the results (e.g. what else ran on the machine)")
 	fs.StringVar(&cfg.plotFormat, "plot", "png", "plot format: png or svg")
-	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (the proxy's samples carry the label dynashard-bench=proxy)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dynashard-bench [-quick] [-server ddblocal|dynalite | -endpoint URL] [-scenarios 1,2,...] [-out DIR] [flags]")
 		fmt.Fprintln(stderr, "Runs each scenario beside its naive baseline against a local server behind a proxy")
@@ -317,6 +311,7 @@ func intList(name, s string) ([]int, error) {
 type bencher struct {
 	cfg  benchConfig
 	prog *progress
+	cpu  *cpuMeter // profiles the measured windows (client and proxy CPU)
 
 	kind     localddb.Kind
 	srv      *localddb.Server // nil for an external endpoint
@@ -335,7 +330,7 @@ func (b *bencher) run(ctx context.Context) (*report, error) {
 		b.kind, b.endpoint = localddb.External, b.cfg.endpoint
 	}
 	rep.server = "none (the scenarios run need no server)"
-	for _, n := range []int{1, 2, 5, 6, 7} {
+	for _, n := range []int{1, 2, 5, 6, 7, 8} {
 		if b.cfg.scenarios[n] {
 			rep.server = serverDescription(b.kind, b.endpoint) + ", behind dynashardtest/faultproxy on loopback"
 		}
@@ -343,7 +338,7 @@ func (b *bencher) run(ctx context.Context) (*report, error) {
 	steps := []struct {
 		n   int
 		run func(context.Context) (*section, error)
-	}{{1, b.writes}, {2, b.reads}, {3, b.merge}, {4, b.skew}, {5, b.load}, {6, b.chunks}, {7, b.partitionWrites}}
+	}{{1, b.writes}, {2, b.reads}, {3, b.merge}, {4, b.skew}, {5, b.load}, {6, b.chunks}, {7, b.partitionWrites}, {8, b.reshard}}
 	total := len(b.cfg.scenarios)
 	i := 0
 	for _, s := range steps {
@@ -439,7 +434,7 @@ func (b *bencher) newTable(ctx context.Context, direct *dynamodb.Client, keys ..
 // proxy starts a fault proxy in front of endpoint with the capacity model
 // and the given latency.
 func (b *bencher) proxy(endpoint string, latency time.Duration) (*faultproxy.Proxy, error) {
-	return faultproxy.New(endpoint, faultproxy.Config{
+	return newProxy(endpoint, faultproxy.Config{
 		WCU: b.cfg.wcu, RCU: b.cfg.rcu, Burst: b.burst(), Latency: latency, Seed: 1,
 	})
 }

@@ -51,6 +51,7 @@ func TestBench(t *testing.T) {
 			"## 5. Bulk load", "| sorted |", "| interleaved | 10 |", // 2 keys × ceil(100 WCU/s × 0.05 s) items, all written
 			"## 6. Chunks", "| chunk.Store | write |", "| chunk.Store | read |", "| plain loop | write |", "| plain loop | read |",
 			"## 7. Hot-day writes on a provisioned table (partition model)",
+			"## 8. Online resharding", "| fixed N | [2] |", "| auto-grow |",
 		}
 		// The skew rows must be exactly what shard.Analyze says of the same ids.
 		for _, f := range idFamilies {
@@ -222,7 +223,7 @@ func TestBenchUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-server", "mysql"},
 		{"-endpoint", "localhost:8000"},
-		{"-scenarios", "8"},
+		{"-scenarios", "9"},
 		{"-part-n", "0"},
 		{"-part-wcu", "0"},
 		{"-part-scale", "-1"},

@@ -68,8 +68,8 @@ func (b *bencher) chunks(ctx context.Context) (*section, error) {
 			"chunk.Store adds one GetItem and one UpdateItem to a write and one GetItem to a read. Requests count every "+
 			"attempt the proxy saw, the SDK's retries included.",
 		c.chunkMiB, nChunks, chunk.DefaultChunkSize>>10, minWrites, minReads, perGet))
-	t := sec.table("method", "operation", "MiB/s", "time (median)", "requests", "fewest possible", "client CPU ms/MiB",
-		"client CPU", "server CPU", "machine CPU")
+	t := sec.table(append([]string{"method", "operation", "MiB/s", "time (median)", "requests", "fewest possible", "client CPU ms/MiB",
+		"proxy CPU ms/MiB", "runtime CPU ms/MiB"}, splitHeader...)...)
 
 	p, err := b.proxy(endpoint, 0)
 	if err != nil {
@@ -140,6 +140,7 @@ func (b *bencher) chunks(ctx context.Context) (*section, error) {
 		times          []time.Duration
 		requests       string
 		client, server time.Duration
+		split          cpuSplit
 		serverKnown    bool
 		busy, total    uint64
 		machineKnown   bool
@@ -149,12 +150,20 @@ func (b *bencher) chunks(ctx context.Context) (*section, error) {
 		for i, o := range ops { // alternating, so drift on a shared machine hits every method
 			b.prog.status(fmt.Sprintf("%s %s (%d of %d)", o.method, o.name, rep+1, c.chunkReps))
 			p.ResetStats()
+			b.cpu.begin()
 			s0 := sampleCPU()
-			if err := o.run(ctx, rep, data); err != nil {
+			err := o.run(ctx, rep, data)
+			s1 := sampleCPU()
+			split := b.cpu.end(s1.self - s0.self)
+			if err != nil {
 				return sec, fmt.Errorf("%s %s: %w", o.method, o.name, err)
 			}
-			s1 := sampleCPU()
 			tl := &tallies[i]
+			if rep == 0 {
+				tl.split = split
+			} else {
+				tl.split = tl.split.add(split)
+			}
 			tl.times = append(tl.times, s1.at.Sub(s0.at))
 			tl.requests = requestsByOp(p.Stats())
 			tl.client += s1.self - s0.self
@@ -173,6 +182,13 @@ func (b *bencher) chunks(ctx context.Context) (*section, error) {
 			wall += d
 		}
 		use := cpuUse{client: tl.client.Seconds() / wall.Seconds(), serverKnown: tl.serverKnown, machineKnown: tl.machineKnown && tl.total > 0}
+		perMiB := []string{"n/a", "n/a", "n/a"}
+		if sp := tl.split; sp.known {
+			use.split = true
+			use.client, use.proxy, use.runtime = sp.client.Seconds()/wall.Seconds(), sp.proxy.Seconds()/wall.Seconds(), sp.runtime.Seconds()/wall.Seconds()
+			runs := mib * float64(len(tl.times))
+			perMiB = []string{msPer(sp.client, runs), msPer(sp.proxy, runs), msPer(sp.runtime, runs)}
+		}
 		if use.serverKnown {
 			use.server = tl.server.Seconds() / wall.Seconds()
 		}
@@ -180,15 +196,19 @@ func (b *bencher) chunks(ctx context.Context) (*section, error) {
 			use.machine = float64(tl.busy) / float64(tl.total)
 		}
 		med := median(tl.times)
-		t.row(append([]string{o.method, o.name, fmt.Sprintf("%.1f", mib/med.Seconds()), med.Round(time.Millisecond).String(),
-			tl.requests, fmt.Sprint(o.fewest),
-			fmt.Sprintf("%.0f", float64(tl.client.Milliseconds())/(mib*float64(len(tl.times))))}, use.cells()...)...)
+		t.row(append(append([]string{o.method, o.name, fmt.Sprintf("%.1f", mib/med.Seconds()), med.Round(time.Millisecond).String(),
+			tl.requests, fmt.Sprint(o.fewest)}, perMiB...), use.splitCells()...)...)
 	}
 	sec.notes = append(sec.notes, fmt.Sprintf("Median of %d run(s) per method, the methods taking turns, after an untimed "+
-		"warm-up with a smaller payload; requests are those of the last run. Client CPU per MiB holds, for both methods, "+
-		"the SDK's JSON and base64 encoding and the proxy's parsing (it runs in this process); chunk.Store adds its "+
-		"SHA-256 of the payload and its size checks.", c.chunkReps))
+		"warm-up with a smaller payload; requests are those of the last run. CPU per MiB is over every run. Client CPU "+
+		"per MiB holds, for both methods, the SDK's JSON and base64 encoding and request signing (a SHA-256 of each "+
+		"body); chunk.Store adds its SHA-256 of the payload and its size checks. ", c.chunkReps)+splitNote())
 	return sec, nil
+}
+
+// msPer is d in milliseconds per unit.
+func msPer(d time.Duration, units float64) string {
+	return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)/units)
 }
 
 func chunkCount(size int) int { return (size + chunk.DefaultChunkSize - 1) / chunk.DefaultChunkSize }

@@ -22,6 +22,23 @@
 // the client, the server and the whole machine used, so that a figure
 // limited by the machine is told apart from one limited by the model.
 //
+// The proxy runs in the bench's own process, so the process's CPU time is
+// the client's and the proxy's together. Scenarios 1, 6 and 7 tell them
+// apart: every proxy is started under the pprof label
+// dynashard-bench=proxy, which the goroutines it starts inherit (its HTTP
+// server, each connection's handler, its client to the server), and a CPU
+// profile is taken over each measured window; the process's CPU time
+// (getrusage) is divided in the proportions of that profile's samples:
+// client (the bench's writers, the library and the SDK), proxy, and the Go
+// runtime's background work (GC workers), which both cause. They report
+// client and proxy CPU in cores, and per write (µs) or per MiB (ms). A
+// separate proxy process (dynashard proxy) would measure the client
+// alone too, but the scenarios read the proxy's counters (Stats) in
+// process. The profile is parsed with github.com/google/pprof/profile, a
+// dependency of this module only. The other scenarios report the whole
+// process as client CPU. With -cpuprofile the windows' profiles and the rest of the run's are
+// merged into one file, the proxy's samples labelled.
+//
 // It prints a Markdown report to standard output and progress to standard
 // error; with -out it also writes results.md and the plots there. An
 // interrupt stops the run and still prints what was measured; a failed

@@ -111,8 +111,11 @@ func (b *bencher) partitionWrites(ctx context.Context) (*section, error) {
 
 	sec := &section{title: "Hot-day writes on a provisioned table (partition model)"}
 	sec.intro = append(sec.intro, b.partIntro(m)...)
-	t := sec.table("keys", "N", "keys per partition", "items/s", "limit: table WCU", "ratio", "bound: partitions reached",
-		"bound: even stream", "items/s per partition", "throttled/s per partition", "failed calls", "client CPU", "server CPU", "machine CPU")
+	t := sec.table(append([]string{"keys", "N", "keys per partition", "items/s", "limit: table WCU", "ratio", "bound: partitions reached",
+		"bound: even stream", "items/s per partition", "throttled/s per partition", "failed calls"}, splitHeader...)...)
+	// Added after the loop: sec.table's pointer t would not survive a
+	// second table appended now.
+	perWrite := mdTable{header: perWriteHeader}
 	var results []partResult
 	for i, n := range append([]int{1}, b.cfg.partNs...) {
 		r, err := b.partStep(ctx, m, endpoint, table, i, n, i > 0)
@@ -122,9 +125,11 @@ func (b *bencher) partitionWrites(ctx context.Context) (*section, error) {
 		results = append(results, r)
 		t.row(append([]string{keysLabel(r.sharded), fmt.Sprint(r.n), perPartition(ints(r.keys)),
 			fig(r.rate), fig(r.limit), pct(r.ratio()), fig(r.bound), fig(r.even), perPartition(r.perPart), perPartition(r.throttled),
-			fmt.Sprint(r.failed)}, r.cpu.cells()...)...)
+			fmt.Sprint(r.failed)}, r.cpu.splitCells()...)...)
+		perWrite.row(append([]string{keysLabel(r.sharded), fmt.Sprint(r.n)}, r.cpu.perOp(r.rate)...)...)
 	}
-	sec.notes = append(sec.notes, partVerdict(results, m.layout.Len()))
+	sec.tables = append(sec.tables, perWrite)
+	sec.notes = append(sec.notes, partVerdict(results, m.layout.Len()), perWriteNote)
 	alt := fmt.Sprintf("write throughput vs N on a %d-partition table against the table's WCU", m.layout.Len())
 	sec.plot = &plotSpec{file: "writes_partitions", alt: alt,
 		draw: func() (*plot.Plot, error) { return partPlot(results, m.limit) }}
@@ -188,7 +193,7 @@ func (b *bencher) partIntro(m partModel) []string {
 // partStep runs one step of scenario 7 through a fresh proxy.
 func (b *bencher) partStep(ctx context.Context, m partModel, endpoint, table string, step, n int, sharded bool) (partResult, error) {
 	c := b.cfg
-	p, err := faultproxy.New(endpoint, faultproxy.Config{Model: faultproxy.Partitioned, Seed: 1,
+	p, err := newProxy(endpoint, faultproxy.Config{Model: faultproxy.Partitioned, Seed: 1,
 		Partition: faultproxy.PartitionConfig{
 			Tables:      map[faultproxy.TableKey]faultproxy.Throughput{{Table: table}: {WCU: c.partWCU}},
 			BurstWindow: c.partBurst, TimeScale: c.partScale,
@@ -212,11 +217,14 @@ func (b *bencher) partStep(ctx context.Context, m partModel, endpoint, table str
 	if sleepCtx(w.ctx, c.warmup) {
 		f0 := w.failed.Load()
 		p.ResetStats()
+		b.cpu.begin()
 		s0 := sampleCPU()
-		if sleepCtx(w.ctx, c.duration) {
-			f1, st, s1 := w.failed.Load(), p.Stats(), sampleCPU()
+		ok := sleepCtx(w.ctx, c.duration)
+		f1, st, s1 := w.failed.Load(), p.Stats(), sampleCPU()
+		split := b.cpu.end(s1.self - s0.self)
+		if ok {
 			secs := s1.at.Sub(s0.at).Seconds()
-			r.rate, r.failed, r.cpu = st.Total.WCU/secs, f1-f0, cpuBetween(s0, s1)
+			r.rate, r.failed, r.cpu = st.Total.WCU/secs, f1-f0, splitBetween(s0, s1, split)
 			for _, ps := range st.Tables[faultproxy.TableKey{Table: table}].Partitions {
 				r.perPart = append(r.perPart, ps.Write.Units/secs)
 				r.throttled = append(r.throttled, float64(ps.Write.Throttled)/secs)

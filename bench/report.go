@@ -82,7 +82,8 @@ func (r *report) markdown(plotExt string) string {
 		backoff = fmt.Sprintf("full-jitter backoff from %s, capped at 1s", c.backoff)
 	}
 	fmt.Fprintf(&b, "- Client: aws-sdk-go-v2 standard retryer, %d attempts, no retry quota (ratelimit.None), %s.\n", c.attempts, backoff)
-	fmt.Fprintf(&b, "- CPU columns: client = this process (bench, library, SDK and proxy), in cores; server = the local server's processes, in cores; "+
+	fmt.Fprintf(&b, "- CPU columns: client = this process (bench, library, SDK and proxy; in scenarios 1, 6 and 7 without the proxy, "+
+		"whose CPU is its own column, split by a CPU profile with the proxy's goroutines labelled), in cores; server = the local server's processes, in cores; "+
 		"machine = share of all cores busy, every process on the machine counted.\n")
 	if c.note != "" {
 		fmt.Fprintf(&b, "\n> %s\n", c.note)

@@ -100,8 +100,8 @@ func toolVersion(tool string, arg string) string {
 }
 
 // cpuSample is a point in time of the CPU time spent by this process (the
-// client, and the proxy, which runs in it), by the local server (this
-// process's descendants), and by the whole machine.
+// client, and the proxy, which runs in it: cpuSplit divides them), by the
+// local server (this process's descendants), and by the whole machine.
 type cpuSample struct {
 	at          time.Time
 	self        time.Duration
@@ -197,10 +197,28 @@ func descendantsCPU(pid int) (time.Duration, bool) {
 // cpuUse is the CPU used between two samples, in cores (1.0 = one core
 // busy the whole time).
 type cpuUse struct {
+	// client is the whole process (bench, library, SDK and the proxy)
+	// unless split, when it is the client's own share (cpuSplit).
 	client, server float64
 	serverKnown    bool
 	machine        float64 // fraction of all cores busy, every process counted
 	machineKnown   bool
+
+	split          bool    // proxy and runtime are known, client is its own share
+	proxy, runtime float64 // the proxy's and the Go runtime's shares of the process
+}
+
+// splitBetween is cpuBetween with the process's CPU divided by s (the
+// window's profile); without a known split, client stays the process.
+func splitBetween(a, b cpuSample, s cpuSplit) cpuUse {
+	u := cpuBetween(a, b)
+	wall := b.at.Sub(a.at).Seconds()
+	if !s.known || wall <= 0 {
+		return u
+	}
+	u.split = true
+	u.client, u.proxy, u.runtime = s.client.Seconds()/wall, s.proxy.Seconds()/wall, s.runtime.Seconds()/wall
+	return u
 }
 
 func cpuBetween(a, b cpuSample) cpuUse {
@@ -230,4 +248,27 @@ func (u cpuUse) cells() []string {
 		mach = fmt.Sprintf("%.0f %%", 100*u.machine)
 	}
 	return []string{fmt.Sprintf("%.2f", u.client), server, mach}
+}
+
+// splitCells are the cells under splitHeader: client and proxy (n/a when
+// the split is unknown), server and machine.
+func (u cpuUse) splitCells() []string {
+	c := u.cells()
+	client, proxy := "n/a", "n/a"
+	if u.split {
+		client, proxy = fmt.Sprintf("%.2f", u.client), fmt.Sprintf("%.2f", u.proxy)
+	}
+	return append([]string{client, proxy}, c[1:]...)
+}
+
+var splitHeader = []string{"client CPU", "proxy CPU", "server CPU", "machine CPU"}
+
+// perOp renders the CPU u spent per operation at rate operations/s, in
+// microseconds: client, proxy, runtime and the whole process.
+func (u cpuUse) perOp(rate float64) []string {
+	if !u.split || !(rate > 0) {
+		return []string{"n/a", "n/a", "n/a", "n/a"}
+	}
+	us := func(cores float64) string { return fmt.Sprintf("%.0f", 1e6*cores/rate) }
+	return []string{us(u.client), us(u.proxy), us(u.runtime), us(u.client + u.proxy + u.runtime)}
 }

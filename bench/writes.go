@@ -65,8 +65,11 @@ func (b *bencher) writes(ctx context.Context) (*section, error) {
 			"%d writers per shard (at least 8). Throttled attempts are the proxy's ProvisionedThroughputExceededException "+
 			"answers, the SDK's own retries included; failed calls are Puts that still failed after %d attempts.",
 		fig(c.wcu), fig(c.wcu), c.warmup, c.duration, c.workers, c.attempts))
-	t := sec.table("keys", "N", "writers", "items/s", "limit N × cap", "ratio", "throttled attempts/s", "failed calls",
-		"client CPU", "server CPU", "machine CPU")
+	t := sec.table(append([]string{"keys", "N", "writers", "items/s", "limit N × cap", "ratio", "throttled attempts/s", "failed calls"},
+		splitHeader...)...)
+	// Added after the loop: sec.table's pointer t would not survive a
+	// second table appended now.
+	perWrite := mdTable{header: perWriteHeader}
 
 	var results []writeResult
 	steps := append([]int{1}, c.writeNs...)
@@ -81,9 +84,11 @@ func (b *bencher) writes(ctx context.Context) (*section, error) {
 			keys = "unsharded"
 		}
 		t.row(append([]string{keys, fmt.Sprint(r.n), fmt.Sprint(r.workers), fig(r.rate), fig(r.limit), pct(r.ratio()),
-			fig(r.throttled), fmt.Sprint(r.failed)}, r.cpu.cells()...)...)
+			fig(r.throttled), fmt.Sprint(r.failed)}, r.cpu.splitCells()...)...)
+		perWrite.row(append([]string{keys, fmt.Sprint(r.n)}, r.cpu.perOp(r.rate)...)...)
 	}
-	sec.notes = append(sec.notes, writeVerdict(results))
+	sec.tables = append(sec.tables, perWrite)
+	sec.notes = append(sec.notes, writeVerdict(results), perWriteNote)
 	sec.plot = &plotSpec{file: "writes", alt: "write throughput vs N against the N × cap line", draw: func() (*plot.Plot, error) {
 		return writePlot(results, c.wcu)
 	}}
@@ -129,6 +134,9 @@ func writeVerdict(rs []writeResult) string {
 		switch {
 		case r.cpu.saturated():
 			fmt.Fprintf(&b, " with the machine's CPU saturated (%s busy; client %.2f cores", pct(r.cpu.machine), r.cpu.client)
+			if r.cpu.split {
+				fmt.Fprintf(&b, ", proxy %.2f cores", r.cpu.proxy)
+			}
 			if r.cpu.serverKnown {
 				fmt.Fprintf(&b, ", server %.2f cores", r.cpu.server)
 			}
@@ -229,11 +237,12 @@ func (b *bencher) writeStep(ctx context.Context, endpoint, table string, step, n
 	if sleepCtx(w.ctx, c.warmup) {
 		f0 := w.failed.Load()
 		p.ResetStats()
+		b.cpu.begin()
 		s0 := sampleCPU()
-		if sleepCtx(w.ctx, c.duration) {
-			f1 := w.failed.Load()
-			st := p.Stats()
-			s1 := sampleCPU()
+		ok := sleepCtx(w.ctx, c.duration)
+		f1, st, s1 := w.failed.Load(), p.Stats(), sampleCPU()
+		split := b.cpu.end(s1.self - s0.self)
+		if ok {
 			secs := s1.at.Sub(s0.at).Seconds()
 			r = writeResult{
 				n: n, sharded: sharded, workers: workers,
@@ -241,7 +250,7 @@ func (b *bencher) writeStep(ctx context.Context, endpoint, table string, step, n
 				limit:     float64(n) * c.wcu,
 				throttled: float64(st.Total.Throttled) / secs,
 				failed:    f1 - f0,
-				cpu:       cpuBetween(s0, s1),
+				cpu:       splitBetween(s0, s1, split),
 			}
 		}
 	}
@@ -250,6 +259,13 @@ func (b *bencher) writeStep(ctx context.Context, endpoint, table string, step, n
 	}
 	return r, ctx.Err()
 }
+
+// perWriteHeader heads the table of CPU per write of scenarios 1 and 7.
+var perWriteHeader = []string{"keys", "N", "client µs/write", "proxy µs/write", "runtime µs/write", "process µs/write"}
+
+// perWriteNote explains the CPU columns of scenarios 1 and 7.
+var perWriteNote = "CPU per write is the window's CPU divided by the writes the model admitted in it (throttled " +
+	"attempts cost CPU too and are included). " + splitNote()
 
 func stepLabel(n int, sharded bool) string {
 	if sharded {

@@ -80,8 +80,13 @@ func groupSize(item int64) int {
 }
 
 // getChunks reads the chunks with the given keys, group keys per request,
-// and returns the data of those that exist by key.
-func (s *Store) getChunks(ctx context.Context, keys []string, group int, consistent bool) (map[string][]byte, error) {
+// and returns the data of those that exist by key: from attribute Data, or
+// for guide chunks from Options.Guide's data attribute.
+func (s *Store) getChunks(ctx context.Context, keys []string, group int, consistent, guide bool) (map[string][]byte, error) {
+	attr, typ := attrData, types.ScalarAttributeTypeB
+	if guide {
+		attr, typ = s.opts.Guide.DataAttribute, s.opts.Guide.DataType
+	}
 	found := make(map[string][]byte, len(keys))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
@@ -109,16 +114,8 @@ func (s *Store) getChunks(ctx context.Context, keys []string, group int, consist
 				if !ok {
 					continue
 				}
-				d, ok := asB(it.Item[attrData])
-				if !ok {
-					// Present but malformed: reported as corrupt by the caller.
-					found[k.Value] = nil
-					continue
-				}
-				if d.Value == nil {
-					d.Value = []byte{}
-				}
-				found[k.Value] = d.Value
+				// Present but malformed (nil): reported as corrupt by the caller.
+				found[k.Value], _ = untyped(typ, it.Item[attr])
 			}
 			return nil
 		})

@@ -1,17 +1,12 @@
 package chunk
 
 import (
-	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"golang.org/x/sync/errgroup"
-
-	"github.com/dynashard/dynashard/internal/batch"
 )
 
 // This file reads the DynamoDB guide's own chunk layout; guide_write.go
@@ -363,49 +358,5 @@ func (c current) deleteValues() map[string]types.AttributeValue {
 // getChunks reads chunks of the Reader's version: from the attribute of
 // the layout its parent is in.
 func (r *Reader) getChunks(keys []string, group int, consistent bool) (map[string][]byte, error) {
-	if !r.p.guide {
-		return r.s.getChunks(r.ctx, keys, group, consistent)
-	}
-	return r.s.getGuideChunks(r.ctx, keys, group, consistent)
-}
-
-// getGuideChunks is getChunks for chunk items in the guide's layout,
-// their data in Options.Guide's data attribute.
-func (s *Store) getGuideChunks(ctx context.Context, keys []string, group int, consistent bool) (map[string][]byte, error) {
-	g := s.opts.Guide
-	found := make(map[string][]byte, len(keys))
-	var mu sync.Mutex
-	eg, gctx := errgroup.WithContext(ctx)
-	eg.SetLimit(s.opts.MaxConcurrency)
-	for lo := 0; lo < len(keys); lo += group {
-		part := keys[lo:min(lo+group, len(keys))]
-		eg.Go(func() error {
-			req := make([]batch.Key, len(part))
-			for i, k := range part {
-				req[i] = batch.Key{Table: s.chunks, Key: map[string]types.AttributeValue{
-					s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: k},
-				}}
-			}
-			items, _, err := batch.Get(gctx, s.c, req, func(o *batch.Options) {
-				s.batchOptions(consistent)(o)
-				o.MaxConcurrency = 1 // one request per group; the groups run in parallel
-			})
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, it := range items {
-				k, ok := asS(it.Item[s.opts.ChunkKeyAttribute])
-				if !ok {
-					continue
-				}
-				// Present but malformed (nil): reported as corrupt by the caller.
-				found[k.Value], _ = untyped(g.DataType, it.Item[g.DataAttribute])
-			}
-			return nil
-		})
-	}
-	err := eg.Wait()
-	return found, err
+	return r.s.getChunks(r.ctx, keys, group, consistent, r.p.guide)
 }

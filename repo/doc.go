@@ -37,14 +37,16 @@
 // layout against the layout recorded for that base in the table
 // (shard.Layout.Verify for reads and deletes, shard.Layout.Record for
 // writes, which records the layout of a base never written): a Repo built
-// with another N, separator, strategy or key fails with a
-// *shard.LayoutError, matching shard.ErrLayoutMismatch (not ErrInvalid),
-// instead of reading or writing the wrong physical keys. Put, Get and
+// with another separator, strategy or key fails with a *shard.LayoutError,
+// matching shard.ErrLayoutMismatch (not ErrInvalid), instead of reading or
+// writing the wrong physical keys; a Repo built with another N reads and
+// writes the base at the shard counts recorded for it (see shard's
+// Resharding). Put, Get and
 // Delete check through shard.Table or, with a LargeField, themselves
 // before the chunk store reads or writes the item; List, All and Count
 // through package scatter. The cost is one strongly consistent GetItem per
-// base per client per process (a match is cached for the life of the
-// process), plus one PutItem the first time a base is written, large-field
+// base per client per shard.Layout.HistoryTTL (10 s by default: a match
+// is cached with the base's shard counts that long), plus one PutItem the first time a base is written, large-field
 // writes included; a base without a record (written by other code) pays
 // the GetItem on every read. A Layout with Unchecked set is trusted and
 // costs nothing.

@@ -41,7 +41,8 @@ var (
 	ErrNotCalculated = errs.New("shard: strategy does not derive the suffix from the id", errs.Invalid)
 
 	// ErrLayoutMismatch is matched by a *LayoutError: the caller's Layout
-	// differs from the one recorded for a base. It is not ErrInvalid: the
+	// differs from the one recorded for a base in anything but N (a base
+	// keeps its own shard counts). It is not ErrInvalid: the
 	// input may be fine and the deployment wrong.
 	ErrLayoutMismatch = errs.New("shard: layout mismatch", nil)
 )

@@ -346,7 +346,27 @@ type flight struct {
 type verifiedKey struct {
 	client      RecordReader
 	table, base string
-	shape       string
+	shape       shapeID
+}
+
+// shapeID identifies a layout's shape as Layout.shape writes it, built
+// without allocating: every Put, Update, Get and Delete looks up the cache,
+// and formatting a layout there allocated on every call (Layout.String, the
+// key before, made 12 allocations per Put, about 1.3 µs). A user's
+// Strategy counts by its dynamic type, as strategyKind names it.
+type shapeID struct {
+	pk, sk   string
+	sortType types.ScalarAttributeType
+	sep      string
+	strategy reflect.Type
+}
+
+func (l Layout) shapeID() shapeID {
+	id := shapeID{pk: l.PartitionKey, sep: l.Codec.sep(), strategy: reflect.TypeOf(l.Strategy)}
+	if l.SortKey != "" {
+		id.sk, id.sortType = l.SortKey, l.sortType()
+	}
+	return id
 }
 
 const maxVerified = 1 << 16
@@ -403,7 +423,7 @@ func (v *verifiedCache) key(c RecordReader, l Layout, base string) (verifiedKey,
 	if c == nil || !reflect.TypeOf(c).Comparable() {
 		return verifiedKey{}, false
 	}
-	return verifiedKey{client: c, table: l.Table, base: base, shape: l.shape()}, true
+	return verifiedKey{client: c, table: l.Table, base: base, shape: l.shapeID()}, true
 }
 
 // get returns the cached history of base if it is younger than maxAge.

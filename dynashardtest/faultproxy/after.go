@@ -69,13 +69,42 @@ func updatedItem(w itemWrite, body []byte) (itemWrite, bool) {
 	return w, true
 }
 
+// readOutput is what chargeRead reads of a GetItem or Query answer.
+type readOutput struct {
+	Item  json.RawMessage
+	Items []json.RawMessage
+}
+
+// readReadOutput reads body as encoding/json would into a readOutput.
+func readReadOutput(body []byte) (readOutput, bool) {
+	if n, err := parseJSON(body); err == nil {
+		if out, err := readOutputAt(body, n); err == nil {
+			return out, true
+		}
+	}
+	var out readOutput
+	return out, json.Unmarshal(body, &out) == nil
+}
+
+func readOutputAt(src []byte, n jnode) (readOutput, error) {
+	var out readOutput
+	f, err := fields(src, n, "Item", "Items")
+	if err != nil {
+		return out, err
+	}
+	if out.Item, err = rawField(src, f[0]); err != nil {
+		return out, err
+	}
+	if f[1].kind != 0 {
+		out.Items, err = rawElems(src, f[1])
+	}
+	return out, err
+}
+
 // chargeRead charges a GetItem or Query to its key for the items returned.
 func (p *Proxy) chargeRead(c *call, body []byte) {
-	var out struct {
-		Item  json.RawMessage
-		Items []json.RawMessage
-	}
-	if json.Unmarshal(body, &out) != nil {
+	out, ok := readReadOutput(body)
+	if !ok {
 		return
 	}
 	size := 0
@@ -102,12 +131,8 @@ func (p *Proxy) afterBatchGet(c *call, d *decision, body []byte) []byte {
 	if c.top == nil {
 		return body
 	}
-	var top map[string]json.RawMessage
-	var out struct {
-		Responses       map[string][]json.RawMessage
-		UnprocessedKeys leftoverKeys
-	}
-	if json.Unmarshal(body, &top) != nil || json.Unmarshal(body, &out) != nil {
+	top, out, ok := readBatchGetOutput(body)
+	if !ok {
 		return body
 	}
 	p.chargeBatchGet(c, d, out.Responses, out.UnprocessedKeys)
@@ -115,6 +140,73 @@ func (p *Proxy) afterBatchGet(c *call, d *decision, body []byte) []byte {
 		return body
 	}
 	return c.mergeUnprocessedKeys(d.removed, top, body)
+}
+
+// batchGetOutput is what afterBatchGet reads of a BatchGetItem answer.
+type batchGetOutput struct {
+	Responses       map[string][]json.RawMessage
+	UnprocessedKeys leftoverKeys
+}
+
+// readBatchGetOutput reads body as encoding/json would into its members
+// and into a batchGetOutput.
+func readBatchGetOutput(body []byte) (map[string]json.RawMessage, batchGetOutput, bool) {
+	if n, err := parseJSON(body); err == nil {
+		if top, out, err := batchGetOutputAt(body, n); err == nil {
+			return top, out, true
+		}
+	}
+	var top map[string]json.RawMessage
+	var out batchGetOutput
+	if json.Unmarshal(body, &top) != nil || json.Unmarshal(body, &out) != nil {
+		return nil, out, false
+	}
+	return top, out, true
+}
+
+func batchGetOutputAt(src []byte, n jnode) (map[string]json.RawMessage, batchGetOutput, error) {
+	var out batchGetOutput
+	top, err := rawMembers(src, n)
+	if err != nil {
+		return nil, out, err
+	}
+	f, err := fields(src, n, "Responses", "UnprocessedKeys")
+	if err != nil {
+		return nil, out, err
+	}
+	if f[0].kind != 0 {
+		resp, err := members(src, f[0])
+		if err != nil {
+			return nil, out, err
+		}
+		out.Responses = make(map[string][]json.RawMessage, len(resp))
+		for t, items := range resp {
+			if out.Responses[t], err = rawElems(src, items); err != nil {
+				return nil, out, err
+			}
+		}
+	}
+	if f[1].kind != 0 {
+		un, err := members(src, f[1])
+		if err != nil {
+			return nil, out, err
+		}
+		out.UnprocessedKeys = make(leftoverKeys, len(un))
+		for t, kaa := range un {
+			g, err := fields(src, kaa, "Keys")
+			if err != nil {
+				return nil, out, err
+			}
+			var keys []json.RawMessage
+			if g[0].kind != 0 {
+				if keys, err = rawElems(src, g[0]); err != nil {
+					return nil, out, err
+				}
+			}
+			out.UnprocessedKeys[t] = struct{ Keys []json.RawMessage }{keys}
+		}
+	}
+	return top, out, nil
 }
 
 type readCharge struct {

@@ -122,17 +122,17 @@ func (p *Proxy) countUnprocessed(c *call, s batchSplit) map[string][]json.RawMes
 // allUnprocessed is the proxy's own answer to a batch it removed every
 // entry from.
 func (c *call) allUnprocessed(removed map[string][]json.RawMessage) []byte {
-	out := map[string]any{}
+	out := map[string]json.RawMessage{}
 	if c.kind == kindWrite {
-		out["UnprocessedItems"] = removed
+		out["UnprocessedItems"] = rawArrays(removed)
 	} else {
-		out["Responses"] = map[string]any{}
-		out["UnprocessedKeys"] = c.unprocessedKeys(removed)
+		out["Responses"] = json.RawMessage("{}")
+		out["UnprocessedKeys"] = rawObjects(c.unprocessedKeys(removed))
 	}
 	if c.wantsCapacity() {
 		out["ConsumedCapacity"] = c.zeroCapacity()
 	}
-	return mustJSON(out)
+	return rawObject(out)
 }
 
 // zeroCapacity is the ConsumedCapacity of a batch the proxy answered itself.
@@ -155,11 +155,11 @@ func (c *call) withRequestItems(kept map[string][]json.RawMessage) []byte {
 	top := make(map[string]json.RawMessage, len(c.top))
 	maps.Copy(top, c.top)
 	if c.kind == kindWrite {
-		top["RequestItems"] = mustJSON(kept)
+		top["RequestItems"] = rawArrays(kept)
 	} else {
-		top["RequestItems"] = mustJSON(c.unprocessedKeys(kept))
+		top["RequestItems"] = rawObjects(c.unprocessedKeys(kept))
 	}
-	return mustJSON(top)
+	return rawObject(top)
 }
 
 // unprocessedKeys rebuilds BatchGetItem KeysAndAttributes for keys, keeping
@@ -169,7 +169,7 @@ func (c *call) unprocessedKeys(keys map[string][]json.RawMessage) map[string]map
 	for t, ks := range keys {
 		kaa := map[string]json.RawMessage{}
 		maps.Copy(kaa, c.kaa[t])
-		kaa["Keys"] = mustJSON(ks)
+		kaa["Keys"] = rawArray(ks)
 		out[t] = kaa
 	}
 	return out
@@ -192,8 +192,8 @@ func mergeUnprocessedItems(removed map[string][]json.RawMessage, body []byte) []
 	for t, rs := range removed {
 		un[t] = append(un[t], rs...)
 	}
-	top["UnprocessedItems"] = mustJSON(un)
-	return mustJSON(top)
+	top["UnprocessedItems"] = rawArrays(un)
+	return rawObject(top)
 }
 
 // mergeUnprocessedKeys adds the keys the proxy removed to the target's
@@ -218,6 +218,6 @@ func (c *call) mergeUnprocessedKeys(removed map[string][]json.RawMessage, top ma
 	for t, kaa := range c.unprocessedKeys(merged) {
 		un[t] = kaa
 	}
-	top["UnprocessedKeys"] = mustJSON(un)
-	return mustJSON(top)
+	top["UnprocessedKeys"] = rawObjects(un)
+	return rawObject(top)
 }

@@ -50,6 +50,20 @@ func keyOf(sch schemaFunc, table string, raw json.RawMessage) (pkey, map[string]
 		return pkey{}, nil, false
 	}
 	item, err := decodeItem(raw)
+	return keyOfItem(sch, table, item, err)
+}
+
+// keyAt is keyOf for the item n of a parsed body src.
+func keyAt(sch schemaFunc, table string, src []byte, n jnode) (pkey, map[string]types.AttributeValue, bool) {
+	if table == "" {
+		return pkey{}, nil, false
+	}
+	item, err := itemAt(src, n)
+	return keyOfItem(sch, table, item, err)
+}
+
+// keyOfItem is keyOf's answer for item as decoded (err: not decoded).
+func keyOfItem(sch schemaFunc, table string, item map[string]types.AttributeValue, err error) (pkey, map[string]types.AttributeValue, bool) {
 	if err != nil {
 		return pkey{}, nil, false
 	}
@@ -76,14 +90,54 @@ func writeOf(sch schemaFunc, table string, k pkey, item map[string]types.Attribu
 	return &itemWrite{key: k, id: id, size: size}
 }
 
-func (c *call) parseItemOp(sch schemaFunc) {
-	var in struct {
-		TableName      string
-		Item, Key      json.RawMessage
-		ConsistentRead bool
-		ReturnValues   string
+// itemOpInput is what the proxy reads of a single-item request.
+type itemOpInput struct {
+	TableName      string
+	Item, Key      json.RawMessage
+	ConsistentRead bool
+	ReturnValues   string
+}
+
+// readItemOp reads body as encoding/json would into an itemOpInput.
+func readItemOp(body []byte) (itemOpInput, bool) {
+	if n, err := parseJSON(body); err == nil {
+		if in, err := itemOpAt(body, n); err == nil {
+			return in, true
+		}
 	}
-	if json.Unmarshal(c.body, &in) != nil {
+	var in itemOpInput
+	return in, json.Unmarshal(body, &in) == nil
+}
+
+func itemOpAt(src []byte, n jnode) (itemOpInput, error) {
+	var in itemOpInput
+	f, err := fields(src, n, "TableName", "Item", "Key", "ConsistentRead", "ReturnValues")
+	if err != nil {
+		return in, err
+	}
+	if in.TableName, err = stringField(src, f[0]); err != nil {
+		return in, err
+	}
+	if in.Item, err = rawField(src, f[1]); err != nil {
+		return in, err
+	}
+	if in.Key, err = rawField(src, f[2]); err != nil {
+		return in, err
+	}
+	switch f[3].kind {
+	case 0, jFalse:
+	case jTrue:
+		in.ConsistentRead = true
+	default:
+		return in, errSlow
+	}
+	in.ReturnValues, err = stringField(src, f[4])
+	return in, err
+}
+
+func (c *call) parseItemOp(sch schemaFunc) {
+	in, ok := readItemOp(c.body)
+	if !ok {
 		return
 	}
 	var item map[string]types.AttributeValue
@@ -162,6 +216,15 @@ func (in *queryInput) keyValue(attr string) json.RawMessage {
 }
 
 func (c *call) parseBatchWrite(sch schemaFunc) {
+	if c.parseBatchWriteFast(sch) == nil {
+		return
+	}
+	c.parseBatchWriteJSON(sch)
+}
+
+// parseBatchWriteJSON is parseBatchWrite with encoding/json: its
+// reference, and its way with anything but the plain shape.
+func (c *call) parseBatchWriteJSON(sch schemaFunc) {
 	var items map[string][]json.RawMessage
 	if json.Unmarshal(c.body, &c.top) != nil || json.Unmarshal(c.top["RequestItems"], &items) != nil {
 		c.top = nil
@@ -189,18 +252,28 @@ func writeEntry(sch schemaFunc, t string, raw json.RawMessage) entry {
 	if json.Unmarshal(raw, &wr) != nil {
 		return e
 	}
-	var item map[string]types.AttributeValue
 	switch {
 	case wr.PutRequest != nil:
-		e.key, item, e.hasKey = keyOf(sch, t, wr.PutRequest.Item)
-		n := itemSize(item)
-		e.units = writeUnits(n)
-		e.write = writeOf(sch, t, e.key, item, n)
+		k, item, ok := keyOf(sch, t, wr.PutRequest.Item)
+		e.describe(sch, t, true, k, item, ok)
 	case wr.DeleteRequest != nil:
-		e.key, item, e.hasKey = keyOf(sch, t, wr.DeleteRequest.Key)
-		e.write = writeOf(sch, t, e.key, item, -1)
+		k, item, ok := keyOf(sch, t, wr.DeleteRequest.Key)
+		e.describe(sch, t, false, k, item, ok)
 	}
 	return e
+}
+
+// describe sets e's key, units and effect on stored bytes from keyOf's
+// answer for its item (a put) or its key (a delete, one unit).
+func (e *entry) describe(sch schemaFunc, t string, put bool, k pkey, item map[string]types.AttributeValue, ok bool) {
+	e.key, e.hasKey = k, ok
+	if !put {
+		e.write = writeOf(sch, t, k, item, -1)
+		return
+	}
+	n := itemSize(item)
+	e.units = writeUnits(n)
+	e.write = writeOf(sch, t, k, item, n)
 }
 
 func (c *call) parseBatchGet(sch schemaFunc) {

@@ -21,8 +21,10 @@ func opName(target string) string {
 	return target
 }
 
-// decodeItem decodes a wire-format item ({"name":{"S":"v"}, ...}).
-func decodeItem(raw json.RawMessage) (map[string]types.AttributeValue, error) {
+// decodeItemJSON decodes a wire-format item ({"name":{"S":"v"}, ...}) with
+// encoding/json: decodeItem's reference, and its way with anything but the
+// plain shape.
+func decodeItemJSON(raw json.RawMessage) (map[string]types.AttributeValue, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
@@ -262,8 +264,7 @@ func lexExpr(s string) []string {
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
-		// Only maps, slices and RawMessages that were parsed from valid
-		// JSON reach here.
+		// Only maps of strings reach here.
 		panic(errors.Join(errors.New("faultproxy: marshal"), err))
 	}
 	return b

@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, logw io.Writer, ready func(addr str
 		bcfg   backend.Config
 		addr   = fs.String("addr", "127.0.0.1:8080", "listen address")
 		table  = fs.String("table", "Orders", "DynamoDB table (created if missing)")
-		shards = fs.Int("shards", ordersvc.DefaultShards, "physical partition keys per day (recorded per day in the table: a day written with another N fails with a layout mismatch)")
+		shards = fs.Int("shards", ordersvc.DefaultShards, "physical partition keys per day (recorded per day in the table: a day already written keeps its own N)")
 		cache  = fs.Int("cache", 10_000, "orders kept in the read-through cache of GET /orders/{id} (0: off)")
 		key    = fs.String("cursor-key", os.Getenv("ORDERS_CURSOR_KEY"),
 			"hex key signing list cursors (default $ORDERS_CURSOR_KEY; empty: random, so cursors die with the process)")

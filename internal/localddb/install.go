@@ -74,7 +74,7 @@ func Install(ctx context.Context, which ...Kind) (Paths, error) {
 		DynamoDBLocal: filepath.Join(root, ddblocalDir),
 		Dynalite:      filepath.Join(root, lockDir),
 	}
-	unlock, err := lockFile(filepath.Join(root, ".install.lock"))
+	unlock, err := LockFile(filepath.Join(root, ".install.lock"))
 	if err != nil {
 		return Paths{}, err
 	}

@@ -2,6 +2,6 @@
 
 package localddb
 
-// lockFile is a no-op here: installs still land atomically by rename, a
+// LockFile is a no-op here: installs still land atomically by rename, a
 // concurrent run merely downloads twice.
-func lockFile(string) (func(), error) { return func() {}, nil }
+func LockFile(string) (func(), error) { return func() {}, nil }

@@ -8,9 +8,9 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive advisory lock, so parallel test binaries
+// LockFile takes an exclusive advisory lock, so parallel test binaries
 // install once between them.
-func lockFile(path string) (unlock func(), err error) {
+func LockFile(path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("localddb: %w", err)

@@ -4,6 +4,6 @@ package localddb
 
 import "os/exec"
 
-// bindToParent has no kernel help here; Server.Close and, for dynalite, the
-// closed stdin pipe stop the server.
-func bindToParent(*exec.Cmd) {}
+// BindToParent has no kernel help here; Server.Close and, for dynalite and
+// s3rver, the closed stdin pipe stop the server.
+func BindToParent(*exec.Cmd) {}

@@ -100,7 +100,7 @@ func start(ctx context.Context, kind Kind, paths Paths) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("localddb: cannot start server %q", kind)
 	}
-	bindToParent(s.cmd)
+	BindToParent(s.cmd)
 	stdin, err := s.cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("localddb: %w", err)

@@ -40,7 +40,7 @@ func Install(ctx context.Context) (string, error) {
 	if _, err := os.Stat(filepath.Join(dst, ".complete")); err == nil {
 		return dst, nil
 	}
-	unlock, err := lockFile(filepath.Join(root, ".install-s3.lock"))
+	unlock, err := localddb.LockFile(filepath.Join(root, ".install-s3.lock"))
 	if err != nil {
 		return "", err
 	}

@@ -44,6 +44,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dynashard/dynashard/internal/localddb"
 )
 
 // Version is the pinned s3rver release.
@@ -81,7 +83,7 @@ func Start(ctx context.Context) (*Server, error) {
 	s.cmd = exec.Command("node", filepath.Join(installed, "launch.js"), dir)
 	s.cmd.Dir = installed
 	s.cmd.Stderr = s.output
-	bindToParent(s.cmd)
+	localddb.BindToParent(s.cmd)
 	fail := func(err error) (*Server, error) {
 		s.Close()
 		return nil, err

@@ -11,10 +11,12 @@
 // ("20261122-153012482917-9f3ac2e1"), so GET /orders/{id} computes base
 // and suffix from the id and reads the order with one GetItem; listing a
 // day queries its N keys in parallel and merges them in id (that is, time)
-// order. The first write of a day records the layout in the table, and
-// every later read or write of the day checks it, so a service started
-// with another N fails with shard.ErrLayoutMismatch instead of missing
-// orders.
+// order. The first write of a day records the layout and the day's shard
+// count in the table, and every later read or write of the day checks it:
+// a service started with another N reads and writes the day at its
+// recorded count (its own N applies to days not written yet), and one
+// with another layout fails with shard.ErrLayoutMismatch instead of
+// missing orders.
 package ordersvc
 
 import (
