@@ -447,8 +447,13 @@ func reshardVerdict(runs []*reshardRun) string {
 	for _, r := range runs {
 		_, first, rest, from, held := r.phases()
 		target := r.rate0 * reshardRamp
-		fmt.Fprintf(&b, "%s: %s of the offered %s items/s in the first 2 s after the ramp, %s after; the rate over one second first reached 90 %% of it at %s",
-			r.label(), pct(first/target), fig(target), pct(rest/target), from)
+		fmt.Fprintf(&b, "%s: %s of the offered %s items/s in the first 2 s after the ramp, %s after; ",
+			r.label(), pct(first/target), fig(target), pct(rest/target))
+		if from == "never" {
+			b.WriteString("the rate over one second never reached 90 % of it")
+		} else {
+			fmt.Fprintf(&b, "the rate over one second first reached 90 %% of it at %s", from)
+		}
 		if held != "-" {
 			fmt.Fprintf(&b, " (goal: within 2 s), and %s one-second windows from then on stayed there", held)
 		}
