@@ -2,8 +2,11 @@
 // "virtual items", the layout of the DynamoDB developer guide: a parent item
 // that says which version is current, and chunk items holding that version's
 // bytes in a separate table, written with BatchWriteItem and read with
-// BatchGetItem. Readers never see a mix of two versions or a truncated
-// payload, whatever fails and whoever writes concurrently.
+// BatchGetItem. The guide's two other answers to the item limit are here
+// too: compression (gzip or zstd) and, with Options.Objects, the payload
+// in Amazon S3 with its key in the parent (see "S3 offload"). Readers
+// never see a mix of two versions or a truncated payload, whatever fails
+// and whoever writes concurrently.
 //
 //	st, err := chunk.New(client, "Thread", "ThreadChunks") // ErrInvalid for a nil client or a bad option
 //	info, err := st.Put(ctx, key, body)

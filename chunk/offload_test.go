@@ -14,7 +14,7 @@ import (
 // and recorded, and what New and Resolve refuse. The offload itself is
 // tested against s3rver in module s3blob.
 
-func offlineStore(t *testing.T, optFns ...func(*Options)) *Store {
+func offlineStore(t testing.TB, optFns ...func(*Options)) *Store {
 	t.Helper()
 	st, err := New(dynamodb.New(dynamodb.Options{}), "Thread", "ThreadChunks", optFns...)
 	if err != nil {
@@ -112,4 +112,88 @@ func TestOffloadedParentContradictions(t *testing.T) {
 	if err != nil || !ok || p.Object != "dynashard/Thread/k/v" || p.Chunks != 0 || p.Attributes["CallerAttr"] == nil || p.Attributes[attrObject] != nil {
 		t.Errorf("parse: %+v, %v, %v", p, ok, err)
 	}
+}
+
+// FuzzObjectMetadata feeds arbitrary object metadata and object keys, as a
+// bucket shared with other writers may hold, to what Sweep parses: it must
+// never panic, and a key it accepts must record back to the same metadata.
+func FuzzObjectMetadata(f *testing.F) {
+	st := offlineStore(f)
+	good, err := st.objectMetadata(Key{PartitionName: "Forum", Partition: &types.AttributeValueMemberS{Value: "DynamoDB"},
+		SortName: "Subject", Sort: &types.AttributeValueMemberN{Value: "12"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good[metaTable], good[metaParent], "dynashard/Thread/DynamoDB/"+newVersion(st.clock()))
+	f.Add("VGhyZWFk", "W3sibiI6IkEiLCJ0IjoiQiIsInYiOiIhIn1d", "/")
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, table, parent, objectKey string) {
+		objectVersion(objectKey)
+		key, ok := st.keyFromMetadata(map[string]string{metaTable: table, metaParent: parent})
+		if !ok {
+			return
+		}
+		again, err := st.objectMetadata(key)
+		if err != nil {
+			return // valid as a key, too long for S3's metadata: Put refuses it
+		}
+		back, ok := st.keyFromMetadata(again)
+		if !ok || !sameKey(back, key) {
+			t.Fatalf("key %v decoded from metadata does not survive a round trip: %v, %v", key, back, ok)
+		}
+	})
+}
+
+func sameKey(a, b Key) bool {
+	pa, err1 := a.prefix()
+	pb, err2 := b.prefix()
+	return err1 == nil && err2 == nil && pa == pb && a.PartitionName == b.PartitionName && a.SortName == b.SortName
+}
+
+// FuzzParseParent feeds parent items of any shape (a table written by
+// other code, in either layout) to the parser every read starts with: it
+// must never panic, and what it accepts must not contradict itself.
+func FuzzParseParent(f *testing.F) {
+	stores := []*Store{offlineStore(f), offlineStore(f, GuideLayout)}
+	key := Key{PartitionName: "Id", Partition: &types.AttributeValueMemberS{Value: "DynamoDB#Thread1"}}
+	f.Add("1", true, "2", "10", "10", []byte("0123456789abcdef0123456789abcdef"), "", "", "")
+	f.Add("0ABC", false, "0", "3", "3", []byte{}, "", "abc", "")
+	f.Add("", false, "-1", "5", "5", []byte{1}, "gzip", "", "dynashard/Thread/x/0ABC")
+	f.Fuzz(func(t *testing.T, version string, versionN bool, count, size, stored string, sum []byte, encoding, message, object string) {
+		item := map[string]types.AttributeValue{}
+		if version != "" {
+			if versionN {
+				item[attrVersion] = &types.AttributeValueMemberN{Value: version}
+			} else {
+				item[attrVersion] = &types.AttributeValueMemberS{Value: version}
+			}
+		}
+		for name, v := range map[string]string{attrCount: count, attrSize: size, attrStored: stored} {
+			if v != "" {
+				item[name] = &types.AttributeValueMemberN{Value: v}
+			}
+		}
+		if sum != nil {
+			item[attrSHA] = &types.AttributeValueMemberB{Value: sum}
+		}
+		if encoding != "" {
+			item[attrEncoding] = &types.AttributeValueMemberS{Value: encoding}
+		}
+		if message != "" {
+			item[DefaultGuideAttribute] = &types.AttributeValueMemberS{Value: message}
+			item[attrInline] = &types.AttributeValueMemberB{Value: []byte(message)}
+		}
+		if object != "" {
+			item[attrObject] = &types.AttributeValueMemberS{Value: object}
+		}
+		for _, st := range stores {
+			p, ok, err := st.parseParent(key, item)
+			if err != nil || !ok {
+				continue
+			}
+			if p.Chunks < 0 || p.StoredSize < -1 || p.Size < -1 {
+				t.Fatalf("accepted a parent with %d chunks, stored size %d, size %d: %v", p.Chunks, p.StoredSize, p.Size, item)
+			}
+		}
+	})
 }
