@@ -20,7 +20,10 @@ type LoadOptions struct {
 	// half to interleave keys, half waiting in the batch engine for their
 	// key's pace (see package batch's doc). Input sorted by key reaches
 	// only the keys whose items fit the buffer, so the buffer decides how
-	// many keys are written at once. Zero means 100,000.
+	// many keys are written at once. Load starts sending once its half
+	// of the buffer is full or the input ends, so input that arrives
+	// slowly (a stream) waits for that many items before its first
+	// write: set a smaller buffer for such input. Zero means 100,000.
 	BufferItems int
 	// BufferBytes bounds the buffered items' total size (DynamoDB's item
 	// size), split the same way. Zero means 64 MiB, which comes first for
