@@ -15,7 +15,7 @@ import (
 )
 
 // A table already in the guide's own layout, as its example shows it,
-// read and written as it is.
+// read and written as it is, then moved to the checksummed layout.
 func ExampleGuideLayout() {
 	ctx := context.Background()
 	srv, err := dynashardtest.NewServer()
@@ -83,8 +83,29 @@ func ExampleGuideLayout() {
 		log.Fatal(err)
 	}
 	fmt.Printf("version %s, %d chunks\n", info.Version, info.Chunks)
+
+	// The way to the checksummed layout: once every reader has
+	// Options.Guide set (it reads both layouts), writers drop Guide.Write;
+	// each of their Puts stores the checksummed layout, and Migrate moves
+	// one item that nobody rewrites.
+	ours, err := chunk.New(c, "Reply", "ReplyChunks", func(o *chunk.Options) {
+		o.ChunkKeyAttribute = chunk.GuideChunkKeyAttribute
+		o.Guide = &chunk.Guide{} // read the guide's layout, write ours
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	info, err = ours.Migrate(ctx, key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("guide layout: %v, checksum recorded: %v\n", info.Guide, !info.NoChecksum)
+	text, _, err = st.Get(ctx, key) // a reader of the guide's layout reads it too
+	fmt.Println(len(text), err)
 	// Output:
 	// first part of long message text......second part of long message text......third part of long message text
 	// version 1, 3 chunks, checksum recorded: false
 	// version 2, 3 chunks
+	// guide layout: false, checksum recorded: true
+	// 800000 <nil>
 }

@@ -13,7 +13,8 @@ import (
 
 // TestLarge streams a 100 MiB payload in with PutReader (a reader without
 // Len, so nothing knows its size ahead) and out with a Reader, hashing it
-// on both sides: neither side holds the payload whole.
+// on both sides: neither side holds the payload whole. Its DynamoDB side
+// is one parent item, so it runs on the default server only.
 func TestLarge(t *testing.T) {
 	srv, err := ddbtest.Default()
 	if err != nil {

@@ -68,6 +68,9 @@ func (f *fanout) receive(ctx context.Context) (result, error) {
 		if f.lim.Release(res.ticket, res.signal) && f.cut != nil {
 			f.cut(f.lim.Limit())
 		}
+		if p, ok := res.err.(*clientPanic); ok {
+			panic(p) // before starting queued requests: the call is over
+		}
 		for len(f.queue) > 0 {
 			t, ok := f.lim.TryAcquire()
 			if !ok {
@@ -76,9 +79,6 @@ func (f *fanout) receive(ctx context.Context) (result, error) {
 			req := f.queue[0]
 			f.queue = f.queue[1:]
 			f.g.Go(f.task(req, t))
-		}
-		if p, ok := res.err.(*clientPanic); ok {
-			panic(p)
 		}
 		return res, nil
 	case <-ctx.Done():

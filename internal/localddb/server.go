@@ -116,7 +116,7 @@ func start(ctx context.Context, kind Kind, paths Paths) (*Server, error) {
 		return nil, fmt.Errorf("localddb: start %s: %w", kind, err)
 	}
 	if kind == Dynalite {
-		port, err := readPort(stdout, s.output)
+		port, err := ReadPort(stdout, s.output)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("localddb: dynalite: %w\n%s", err, s.output.String())
@@ -134,9 +134,10 @@ func start(ctx context.Context, kind Kind, paths Paths) (*Server, error) {
 	return s, nil
 }
 
-// readPort reads launch.js's "LISTENING <port>" line, then keeps copying
-// dynalite's stdout so the pipe never fills and blocks the server.
-func readPort(r io.Reader, rest io.Writer) (int, error) {
+// ReadPort reads the "LISTENING <port>" line a launch script prints first
+// (dynalite's here, s3rver's in package locals3), then keeps copying the
+// server's stdout to rest so the pipe never fills and blocks the server.
+func ReadPort(r io.Reader, rest io.Writer) (int, error) {
 	br := bufio.NewReader(r)
 	line, err := br.ReadString('\n')
 	if err != nil {

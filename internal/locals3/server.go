@@ -32,7 +32,6 @@
 package locals3
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -41,7 +40,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -102,7 +100,7 @@ func Start(ctx context.Context) (*Server, error) {
 		s.err = s.cmd.Wait()
 		close(s.exited)
 	}()
-	port, err := readPort(stdout, s.output)
+	port, err := localddb.ReadPort(stdout, s.output)
 	if err != nil {
 		return fail(fmt.Errorf("locals3: s3rver: %w\n%s", err, s.output.String()))
 	}
@@ -111,22 +109,6 @@ func Start(ctx context.Context) (*Server, error) {
 		return fail(err)
 	}
 	return s, nil
-}
-
-// readPort reads launch.js's "LISTENING <port>" line, then keeps copying
-// stdout so the pipe never fills and blocks the server.
-func readPort(r io.Reader, rest io.Writer) (int, error) {
-	br := bufio.NewReader(r)
-	line, err := br.ReadString('\n')
-	if err != nil {
-		return 0, fmt.Errorf("no port announced: %w", err)
-	}
-	go io.Copy(rest, br)
-	p, ok := strings.CutPrefix(strings.TrimSpace(line), "LISTENING ")
-	if !ok {
-		return 0, fmt.Errorf("unexpected first line %q", line)
-	}
-	return strconv.Atoi(p)
 }
 
 // waitReady waits for any HTTP answer: s3rver listens before it prints its
