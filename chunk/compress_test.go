@@ -92,3 +92,51 @@ func TestCompressionChoice(t *testing.T) {
 		}
 	})
 }
+
+// TestIncompressibleInProbe: a payload that ends inside the probe (longer
+// than MinCompressSize, shorter than max(ChunkSize, MinCompressSize)) and
+// does not compress is stored raw, whole, and replaces the previous value
+// only then. Outside testing found such a Put stored no byte at all, after
+// deleting the previous value's chunks.
+func TestIncompressibleInProbe(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		e := newEnv(t, srv)
+		ctx := context.Background()
+		for _, c := range []Compression{Gzip, Zstd} {
+			st := e.store(t, func(o *Options) { o.Compression = c })
+			for _, n := range []int{DefaultMinCompressSize + 1, 3 << 10, 200 << 10, DefaultChunkSize - 1} {
+				for _, mode := range []string{"bytes", "reader"} {
+					name := fmt.Sprintf("%s/%d/%s", c, n, mode)
+					t.Run(name, func(t *testing.T) {
+						key := sKey(name)
+						old := payload(3*DefaultChunkSize, 1, false)
+						if _, err := st.Put(ctx, key, old); err != nil {
+							t.Fatal(err)
+						}
+						data := payload(n, 2, false)
+						var info Info
+						var err error
+						if mode == "bytes" {
+							info, err = st.Put(ctx, key, data)
+						} else {
+							info, err = st.PutReader(ctx, key, noLen{bytes.NewReader(data)})
+						}
+						if err != nil {
+							t.Fatalf("put: %v", err)
+						}
+						if info.Compression != None || info.StoredSize != int64(n) || info.Size != int64(n) {
+							t.Errorf("info: %q, %d stored of %d; want raw, %d of %d", info.Compression, info.StoredSize, info.Size, n, n)
+						}
+						got, ginfo, err := st.Get(ctx, key, func(o *Options) { o.ConsistentRead = true })
+						if err != nil || !bytes.Equal(got, data) {
+							t.Fatalf("get: %d bytes, %v; want the %d put", len(got), err, n)
+						}
+						if ginfo.StoredSize != int64(n) {
+							t.Errorf("parent records %d stored bytes, want %d", ginfo.StoredSize, n)
+						}
+					})
+				}
+			}
+		}
+	})
+}

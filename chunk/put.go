@@ -561,6 +561,9 @@ func (w *write) info() Info {
 // the outcome (see unsettled).
 func (w *write) commit(ctx context.Context) (Info, error) {
 	in, err := w.updateInput()
+	if err == nil {
+		err = w.readable()
+	}
 	if err == nil && w.s.beforeFlip != nil {
 		err = w.s.beforeFlip(ctx)
 	}
@@ -589,6 +592,18 @@ func (w *write) commit(ctx context.Context) (Info, error) {
 			return w.unsettled(ctx, unknown, err)
 		}
 	}
+}
+
+// readable refuses a flip to a parent that its readers would refuse as
+// corrupt (sizes that contradict each other or the chunk count): a last
+// check against a fault in how the payload was cut or compressed, which
+// would otherwise replace a readable payload by an unreadable one.
+func (w *write) readable() error {
+	p := parent{Info: Info{Size: w.size, StoredSize: w.stored, Chunks: w.chunks, Compression: w.enc, Object: w.object}, inline: w.inline}
+	if why := p.contradiction(); why != "" {
+		return fmt.Errorf("not storing version %s, which readers would refuse: %s", w.version, why)
+	}
+	return nil
 }
 
 // deadline is when the version turns Grace/2 old. No attempt may start

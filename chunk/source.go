@@ -91,8 +91,12 @@ func (s *source) decide() error {
 	}
 	probe = probe[:n]
 	raw := func() error {
+		// Undo everything the trial compression set, done included: a
+		// payload that ended inside the probe has all its bytes still to
+		// be returned, raw.
 		s.out = chunker{}
 		s.zw = nil
+		s.done = false
 		s.r = io.MultiReader(bytes.NewReader(probe), s.r) // the probe is already hashed
 		return nil
 	}
