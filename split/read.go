@@ -1,0 +1,216 @@
+package split
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/batch"
+)
+
+// Result is one logical item as read: Item holds the logical key and the
+// attributes of the parts found (every other field of T is its zero
+// value), Found and Missing name the parts asked for, in the order asked,
+// that exist and that do not.
+type Result[T any] struct {
+	Key     Key
+	Item    T
+	Found   []string
+	Missing []string
+}
+
+// Get reads the named parts of the item with key k, nil meaning every
+// part, with one BatchGetItem across their tables (more only if DynamoDB
+// returns keys unprocessed, which are retried with backoff). It fails
+// with ErrNotFound when none of the parts exists; otherwise a missing
+// part is listed in Result.Missing. Each part is read as its table holds
+// it at the time of the read: with eventually consistent reads (the
+// default) a part written a moment ago may be old or missing.
+func (s *Store[T]) Get(ctx context.Context, k Key, parts []string, optFns ...func(*Options)) (Result[T], error) {
+	rs, err := s.GetMany(ctx, []Key{k}, parts, optFns...)
+	if err != nil {
+		return Result[T]{Key: k}, err
+	}
+	r := rs[0]
+	if len(r.Found) == 0 {
+		return r, fmt.Errorf("%w: split: item %v (parts %q)", ErrNotFound, k, r.Missing)
+	}
+	return r, nil
+}
+
+// GetMany reads the named parts (nil: every part) of the items with keys
+// ks, one Result per key in the order of ks (a key given twice is read
+// once and reported twice), with one BatchGetItem per 100 part items,
+// sent in parallel. A key none of whose parts exists has an empty Found;
+// it is no error. On a failure it returns the error and no results.
+func (s *Store[T]) GetMany(ctx context.Context, ks []Key, parts []string, optFns ...func(*Options)) ([]Result[T], error) {
+	o, err := s.call(ctx, optFns)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := s.named(parts, true)
+	if err != nil {
+		return nil, err
+	}
+	type slot struct {
+		key   int // index of the first equal key in ks
+		part  int // index in ps
+		found map[string]types.AttributeValue
+	}
+	slots := map[string]*slot{}
+	first := make([]int, len(ks)) // index of the first key equal to ks[i]
+	var keys []batch.Key
+	for i, k := range ks {
+		if err := s.l.checkKey(k); err != nil {
+			return nil, err
+		}
+		first[i] = i
+		for j, p := range ps {
+			km, err := p.key(s.l, k)
+			if err != nil {
+				return nil, err
+			}
+			fp := p.fingerprint(km)
+			if sl, dup := slots[fp]; dup {
+				first[i] = sl.key
+				continue
+			}
+			slots[fp] = &slot{key: i, part: j}
+			keys = append(keys, batch.Key{Table: p.table, Key: km})
+		}
+	}
+	items, err := s.batchGet(ctx, keys, ps, o)
+	if err != nil {
+		return nil, err
+	}
+	byTable := make(map[string]*part, len(ps))
+	for _, p := range ps {
+		byTable[p.table] = p
+	}
+	for _, it := range items {
+		p := byTable[it.Table]
+		if p == nil {
+			continue
+		}
+		if sl := slots[p.fingerprint(it.Item)]; sl != nil {
+			sl.found = it.Item
+		}
+	}
+	found := make([][]map[string]types.AttributeValue, len(ks))
+	for _, sl := range slots {
+		if found[sl.key] == nil {
+			found[sl.key] = make([]map[string]types.AttributeValue, len(ps))
+		}
+		found[sl.key][sl.part] = sl.found
+	}
+	out := make([]Result[T], len(ks))
+	for i, k := range ks {
+		r, err := s.result(k, ps, found[first[i]], o)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// batchGet reads keys with internal/batch's Get (split into requests of
+// 100 keys, unprocessed keys retried with backoff), recording the
+// capacity DynamoDB reports per table.
+func (s *Store[T]) batchGet(ctx context.Context, keys []batch.Key, ps []*part, o Options) ([]batch.Item, error) {
+	keyAttrs := make(map[string][]string, len(ps))
+	for _, p := range ps {
+		keyAttrs[p.table] = p.keys
+	}
+	c := capacityGetter{c: s.c, sink: o.Capacity}
+	items, _, err := batch.Get(ctx, c, keys, func(bo *batch.Options) {
+		bo.ConsistentRead = o.ConsistentRead
+		bo.KeyAttributes = keyAttrs
+	})
+	if err != nil {
+		var ie *batch.InputError
+		if errors.As(err, &ie) {
+			return nil, fmt.Errorf("%w: split: %w", ErrInvalid, err)
+		}
+		return nil, fmt.Errorf("split: BatchGetItem: %w", err)
+	}
+	return items, nil
+}
+
+// capacityGetter is the client batch.Get sends through: it records the
+// capacity of every BatchGetItem response per table.
+type capacityGetter struct {
+	c    batch.GetAPI
+	sink *Capacity
+}
+
+func (g capacityGetter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out, err := g.c.BatchGetItem(ctx, in, optFns...)
+	if err == nil && out != nil {
+		record(g.sink, out.ConsumedCapacity...)
+	}
+	return out, err
+}
+
+// record adds reported capacity to sink.
+func record(sink *Capacity, ccs ...types.ConsumedCapacity) {
+	for _, cc := range ccs {
+		sink.add(aws.ToString(cc.TableName), aws.ToFloat64(cc.CapacityUnits))
+	}
+}
+
+// result assembles the Result of key k from the items found for each part
+// of ps (nil: missing).
+func (s *Store[T]) result(k Key, ps []*part, found []map[string]types.AttributeValue, o Options) (Result[T], error) {
+	r := Result[T]{Key: k}
+	av := s.logicalKey(k)
+	for j, p := range ps {
+		if found == nil || found[j] == nil {
+			r.Missing = append(r.Missing, p.Name)
+			continue
+		}
+		r.Found = append(r.Found, p.Name)
+		p.copyAttrs(av, found[j])
+	}
+	if err := s.decode(av, &r.Item, o); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// logicalKey returns the logical key attributes of k.
+func (s *Store[T]) logicalKey(k Key) map[string]types.AttributeValue {
+	av := map[string]types.AttributeValue{s.l.PartitionKey: value(k.PK, s.l.PartitionKeyType)}
+	if s.l.SortKey != "" {
+		av[s.l.SortKey] = value(k.SK, s.l.SortKeyType)
+	}
+	return av
+}
+
+// copyAttrs copies the part's attributes (and version) from src to dst.
+func (p *part) copyAttrs(dst, src map[string]types.AttributeValue) {
+	for _, a := range p.Attributes {
+		if v, ok := src[a]; ok {
+			dst[a] = v
+		}
+	}
+	if v, ok := src[p.Version]; ok && p.Version != "" {
+		dst[p.Version] = v
+	}
+}
+
+func (s *Store[T]) decode(av map[string]types.AttributeValue, v *T, o Options) error {
+	dec := o.Decoder
+	if dec == nil {
+		dec = func(*attributevalue.DecoderOptions) {}
+	}
+	if err := attributevalue.UnmarshalMapWithOptions(av, v, dec); err != nil {
+		return fmt.Errorf("split: unmarshal into %T: %w", *v, err)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package split
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/dynashard/dynashard/internal/ddbsize"
+)
+
+// transact sends ws as one TransactWriteItems.
+func (s *Store[T]) transact(ctx context.Context, op string, k Key, ws []write, o Options) error {
+	items := make([]types.TransactWriteItem, len(ws))
+	total := 0
+	for i, w := range ws {
+		var (
+			names  map[string]string
+			values map[string]types.AttributeValue
+			cond   *string
+		)
+		if w.cond.IsSet() {
+			expr, err := expression.NewBuilder().WithCondition(w.cond).Build()
+			if err != nil {
+				return fmt.Errorf("%w: split: %s %v part %q: %w", ErrInvalid, op, k, w.p.Name, err)
+			}
+			names, values, cond = expr.Names(), expr.Values(), expr.Condition()
+		}
+		if w.item != nil {
+			n, _ := ddbsize.ItemSize(w.item) // checked by putWrite
+			total += n
+			items[i].Put = &types.Put{TableName: aws.String(w.p.table), Item: w.item, ConditionExpression: cond,
+				ExpressionAttributeNames: names, ExpressionAttributeValues: values}
+		} else {
+			items[i].Delete = &types.Delete{TableName: aws.String(w.p.table), Key: w.key, ConditionExpression: cond,
+				ExpressionAttributeNames: names, ExpressionAttributeValues: values}
+		}
+	}
+	if total > MaxTransactionBytes {
+		return fmt.Errorf("%w: split: %s %v: parts total %d bytes, a transaction takes at most %d", ErrItemTooLarge, op, k, total, MaxTransactionBytes)
+	}
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	s.ask(&in.ReturnConsumedCapacity, o)
+	out, err := s.c.TransactWriteItems(ctx, in)
+	if err != nil {
+		return s.txError(op, k, ws, err)
+	}
+	record(o.Capacity, out.ConsumedCapacity...)
+	return nil
+}
+
+// txError turns a failed transaction into the package's errors: one
+// *PartError per part whose condition failed (ErrConflict; for Put, whose
+// conditions start with the part's existence, that may also mean the part
+// is missing), ErrConflict for a transaction that lost to another,
+// ErrNoTransactions for a server without them.
+func (s *Store[T]) txError(op string, k Key, ws []write, err error) error {
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		var perr []error
+		conflict := false
+		for i, r := range tce.CancellationReasons {
+			if i >= len(ws) {
+				break
+			}
+			switch aws.ToString(r.Code) {
+			case "ConditionalCheckFailed":
+				e := fmt.Errorf("%w: condition failed", ErrConflict)
+				if ws[i].onlyExists && len(r.Item) == 0 {
+					e = fmt.Errorf("%w: the part does not exist", ErrNotFound)
+				}
+				perr = append(perr, &PartError{Part: ws[i].p.Name, Table: ws[i].p.table, Key: k, Err: e})
+			case "TransactionConflict":
+				conflict = true
+			}
+		}
+		if len(perr) > 0 || conflict {
+			if conflict {
+				perr = append(perr, fmt.Errorf("%w: a concurrent transaction or write on the same items won", ErrConflict))
+			}
+			return fmt.Errorf("split: %s %v: %w: %w", op, k, errors.Join(perr...), err)
+		}
+		return fmt.Errorf("split: %s %v: %w", op, k, err)
+	}
+	var tc *types.TransactionConflictException
+	if errors.As(err, &tc) {
+		return fmt.Errorf("split: %s %v: %w: %w", op, k, ErrConflict, err)
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "UnknownOperationException" {
+		return fmt.Errorf("split: %s %v: %w: %w", op, k, ErrNoTransactions, err)
+	}
+	return fmt.Errorf("split: %s %v: %w", op, k, err)
+}
+
+// failed turns a failed single-item write into the package's errors. A
+// failed condition is ErrNotFound when the part is missing and
+// ErrConflict otherwise: when the server did not return the old item
+// (dynalite ignores ReturnValuesOnConditionCheckFailure) and the
+// condition was more than existence, one consistent GetItem tells. Either
+// way the write had no effect, so the answer is true at some moment
+// within the call.
+func (s *Store[T]) failed(ctx context.Context, op string, k Key, w write, err error, o Options) error {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		var tc *types.TransactionConflictException
+		if errors.As(err, &tc) {
+			return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w: %w", op, ErrConflict, err)}
+		}
+		return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w", op, err)}
+	}
+	exists := len(ccf.Item) > 0
+	if !exists && !w.onlyExists {
+		in := &dynamodb.GetItemInput{TableName: aws.String(w.p.table), Key: w.key, ConsistentRead: aws.Bool(true),
+			ProjectionExpression: aws.String("#k"), ExpressionAttributeNames: map[string]string{"#k": w.p.keys[0]}}
+		s.ask(&in.ReturnConsumedCapacity, o)
+		out, gerr := s.c.GetItem(ctx, in)
+		if gerr != nil {
+			return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w: %w (and reading the part to tell why failed: %w)", op, ErrConflict, err, gerr)}
+		}
+		record(o.Capacity, deref(out.ConsumedCapacity)...)
+		exists = len(out.Item) > 0
+	}
+	if !exists && w.item != nil || !exists && op == "Update" {
+		return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w: the part does not exist: %w", op, ErrNotFound, err)}
+	}
+	return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w: %w", op, ErrConflict, err)}
+}

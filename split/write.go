@@ -1,0 +1,381 @@
+package split
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/ddbsize"
+)
+
+// write is one part's write, built and checked before any request.
+type write struct {
+	p    *part
+	key  map[string]types.AttributeValue
+	item map[string]types.AttributeValue // Put; nil for Delete
+	cond expression.ConditionBuilder     // zero: none
+	// onlyExists: the condition is the part's existence alone, so a failed
+	// one means the part is missing.
+	onlyExists bool
+}
+
+// Create writes every part of item, all or nothing, with one
+// TransactWriteItems, each part on the condition that it does not exist
+// yet, and each versioned part at version 1. It returns item with those
+// versions set. It fails with ErrConflict (a *PartError per part found)
+// when any part exists, and with ErrNoTransactions on a server without
+// transactions. A transaction costs twice the write units of plain writes.
+func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options)) (T, error) {
+	o, err := s.call(ctx, optFns)
+	if err != nil {
+		return item, err
+	}
+	k, av, err := s.marshal(item, o)
+	if err != nil {
+		return item, err
+	}
+	ws := make([]write, 0, len(s.order))
+	for _, p := range s.order {
+		if p.Version != "" {
+			av[p.Version] = &types.AttributeValueMemberN{Value: "1"}
+		}
+		w, err := s.putWrite(p, k, av)
+		if err != nil {
+			return item, err
+		}
+		w.cond = expression.AttributeNotExists(expression.Name(p.keys[0]))
+		ws = append(ws, w)
+	}
+	if err := s.transact(ctx, "Create", k, ws, o); err != nil {
+		return item, err
+	}
+	return s.returned(item, av, o)
+}
+
+// Put replaces the named parts of the item with item's attributes: one
+// PutItem for one part, one TransactWriteItems (all or nothing, twice the
+// units) for several. Each part is written only if it exists (Create
+// makes parts; a Put never leaves a partial item behind), its version, if
+// it has one, equals item's (which Put then advances by one), and its
+// Options.Conditions entry holds. It returns item with the new versions.
+// It fails with ErrNotFound when a part does not exist and ErrConflict
+// when a version or condition does not hold, as a *PartError naming the
+// part; nothing was written then.
+func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...func(*Options)) (T, error) {
+	o, err := s.call(ctx, optFns)
+	if err != nil {
+		return item, err
+	}
+	ps, err := s.named(parts, false)
+	if err != nil {
+		return item, err
+	}
+	k, av, err := s.marshal(item, o)
+	if err != nil {
+		return item, err
+	}
+	ws := make([]write, 0, len(ps))
+	for _, p := range ps {
+		cond := expression.AttributeExists(expression.Name(p.keys[0]))
+		only := true
+		if p.Version != "" {
+			vc, next, err := advance(p, av)
+			if err != nil {
+				return item, err
+			}
+			av[p.Version] = next
+			cond, only = cond.And(vc), false
+		}
+		w, err := s.putWrite(p, k, av)
+		if err != nil {
+			return item, err
+		}
+		if c, ok := o.Conditions[p.Name]; ok && c.IsSet() {
+			cond, only = cond.And(c), false
+		}
+		w.cond, w.onlyExists = cond, only
+		ws = append(ws, w)
+	}
+	if len(ws) == 1 {
+		err = s.putOne(ctx, k, ws[0], o)
+	} else {
+		err = s.transact(ctx, "Put", k, ws, o)
+	}
+	if err != nil {
+		return item, err
+	}
+	return s.returned(item, av, o)
+}
+
+// advance returns the condition that the stored version of p equals the
+// one in av, and the version to store.
+func advance(p *part, av map[string]types.AttributeValue) (expression.ConditionBuilder, types.AttributeValue, error) {
+	var v int64
+	switch x := av[p.Version].(type) {
+	case nil:
+	case *types.AttributeValueMemberN:
+		n, err := strconv.ParseInt(x.Value, 10, 64)
+		if err != nil || n < 0 {
+			return expression.ConditionBuilder{}, nil, fmt.Errorf("%w: split: part %q: version %s=%q is not a whole number ≥ 0", ErrInvalid, p.Name, p.Version, x.Value)
+		}
+		v = n
+	default:
+		return expression.ConditionBuilder{}, nil, fmt.Errorf("%w: split: part %q: version %s is %T, want a number", ErrInvalid, p.Name, p.Version, x)
+	}
+	if v == math.MaxInt64 {
+		return expression.ConditionBuilder{}, nil, fmt.Errorf("%w: split: part %q: version %d cannot be advanced", ErrInvalid, p.Name, v)
+	}
+	name := expression.Name(p.Version)
+	cond := name.Equal(expression.Value(v))
+	if v == 0 {
+		cond = expression.AttributeNotExists(name).Or(cond)
+	}
+	return cond, &types.AttributeValueMemberN{Value: strconv.FormatInt(v+1, 10)}, nil
+}
+
+// Update applies update to one part of the item with key k, with one
+// UpdateItem, on the condition that the part exists and its
+// Options.Conditions entry holds; a versioned part's version is advanced
+// by one. update may name only the part's own attributes (not the keys,
+// not its version, not another part's attributes). It returns the
+// logical key and the part's attributes as stored after the update (other
+// fields of T at their zero value). It fails with ErrNotFound when the
+// part does not exist and ErrConflict when the condition does not hold.
+func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update expression.UpdateBuilder, optFns ...func(*Options)) (T, error) {
+	var zero T
+	o, err := s.call(ctx, optFns)
+	if err != nil {
+		return zero, err
+	}
+	ps, err := s.named([]string{partName}, false)
+	if err != nil {
+		return zero, err
+	}
+	p := ps[0]
+	if err := s.l.checkKey(k); err != nil {
+		return zero, err
+	}
+	km, err := p.key(s.l, k)
+	if err != nil {
+		return zero, err
+	}
+	cond := expression.AttributeExists(expression.Name(p.keys[0]))
+	only := true
+	if c, ok := o.Conditions[p.Name]; ok && c.IsSet() {
+		cond, only = cond.And(c), false
+	}
+	alone, err := expression.NewBuilder().WithUpdate(update).Build()
+	if err != nil {
+		return zero, fmt.Errorf("%w: split: Update %v part %q: %w", ErrInvalid, k, p.Name, err)
+	}
+	for _, name := range alone.Names() {
+		if owner := s.owner[name]; name == s.l.PartitionKey || name == s.l.SortKey || name == p.Version || (owner != nil && owner != p) {
+			return zero, fmt.Errorf("%w: split: Update %v part %q: the update names %q, which the part does not hold", ErrInvalid, k, p.Name, name)
+		}
+	}
+	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
+	if err != nil {
+		return zero, fmt.Errorf("%w: split: Update %v part %q: %w", ErrInvalid, k, p.Name, err)
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(p.table),
+		Key:                       km,
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ReturnValues:              types.ReturnValueAllNew,
+	}
+	if p.Version != "" {
+		if in.ExpressionAttributeNames == nil {
+			in.ExpressionAttributeNames = map[string]string{}
+		}
+		if in.ExpressionAttributeValues == nil {
+			in.ExpressionAttributeValues = map[string]types.AttributeValue{}
+		}
+		in.UpdateExpression = aws.String(withVersion(aws.ToString(in.UpdateExpression)))
+		in.ExpressionAttributeNames["#splitVersion"] = p.Version
+		in.ExpressionAttributeValues[":splitZero"] = &types.AttributeValueMemberN{Value: "0"}
+		in.ExpressionAttributeValues[":splitOne"] = &types.AttributeValueMemberN{Value: "1"}
+	}
+	s.ask(&in.ReturnConsumedCapacity, o)
+	out, err := s.c.UpdateItem(ctx, in)
+	if err != nil {
+		return zero, s.failed(ctx, "Update", k, write{p: p, key: km, onlyExists: only}, err, o)
+	}
+	record(o.Capacity, deref(out.ConsumedCapacity)...)
+	av := s.logicalKey(k)
+	p.copyAttrs(av, out.Attributes)
+	var v T
+	return v, s.decode(av, &v, o)
+}
+
+// withVersion adds "#splitVersion = if_not_exists(#splitVersion,
+// :splitZero) + :splitOne" to the SET clause of an update expression as
+// package expression formats it (one "MODE a, b" line per mode), or a SET
+// clause of its own.
+func withVersion(update string) string {
+	const set = "#splitVersion = if_not_exists(#splitVersion, :splitZero) + :splitOne"
+	lines := strings.Split(update, "\n")
+	for i, line := range lines {
+		if rest, ok := strings.CutPrefix(line, "SET "); ok {
+			lines[i] = "SET " + set + ", " + rest
+			return strings.Join(lines, "\n")
+		}
+	}
+	return "SET " + set + "\n" + update
+}
+
+// Delete deletes every part of the item with key k, all or nothing, with
+// one TransactWriteItems (one DeleteItem for a one-part layout), each
+// part on its Options.Conditions entry if it has one. Deleting an item
+// that does not exist, or parts that do not, is no error. It fails with
+// ErrConflict when a condition does not hold (nothing is deleted then) and
+// with ErrNoTransactions on a server without transactions.
+func (s *Store[T]) Delete(ctx context.Context, k Key, optFns ...func(*Options)) error {
+	o, err := s.call(ctx, optFns)
+	if err != nil {
+		return err
+	}
+	if err := s.l.checkKey(k); err != nil {
+		return err
+	}
+	ws := make([]write, 0, len(s.order))
+	for _, p := range s.order {
+		km, err := p.key(s.l, k)
+		if err != nil {
+			return err
+		}
+		w := write{p: p, key: km}
+		if c, ok := o.Conditions[p.Name]; ok && c.IsSet() {
+			w.cond = c
+		}
+		ws = append(ws, w)
+	}
+	if len(ws) == 1 {
+		return s.deleteOne(ctx, k, ws[0], o)
+	}
+	return s.transact(ctx, "Delete", k, ws, o)
+}
+
+// marshal converts item and checks that every attribute is a key
+// attribute or held by a part.
+func (s *Store[T]) marshal(item T, o Options) (Key, map[string]types.AttributeValue, error) {
+	enc := o.Encoder
+	if enc == nil {
+		enc = func(*attributevalue.EncoderOptions) {}
+	}
+	av, err := attributevalue.MarshalMapWithOptions(item, enc)
+	if err != nil {
+		return Key{}, nil, fmt.Errorf("%w: split: marshal %T: %w", ErrInvalid, item, err)
+	}
+	k, err := s.l.keyOf(av)
+	if err != nil {
+		return Key{}, nil, err
+	}
+	for name := range av {
+		if name != s.l.PartitionKey && name != s.l.SortKey && s.owner[name] == nil {
+			return Key{}, nil, fmt.Errorf("%w: split: item %v: attribute %q belongs to no part", ErrInvalid, k, name)
+		}
+	}
+	return k, av, nil
+}
+
+// putWrite builds part p's item from av and checks its size.
+func (s *Store[T]) putWrite(p *part, k Key, av map[string]types.AttributeValue) (write, error) {
+	km, err := p.key(s.l, k)
+	if err != nil {
+		return write{}, err
+	}
+	item := make(map[string]types.AttributeValue, len(km)+len(p.Attributes)+1)
+	p.copyAttrs(item, av)
+	for n, v := range km {
+		item[n] = v
+	}
+	if _, err := ddbsize.CheckItem(item); err != nil {
+		e := ErrInvalid
+		if errors.Is(err, ddbsize.ErrItemTooLarge) {
+			e = ErrItemTooLarge
+		}
+		return write{}, &PartError{Part: p.Name, Table: p.table, Key: k, Err: fmt.Errorf("%w: %w", e, err)}
+	}
+	return write{p: p, key: km, item: item}, nil
+}
+
+// returned is item with the versions of av.
+func (s *Store[T]) returned(item T, av map[string]types.AttributeValue, o Options) (T, error) {
+	v := item
+	vs := map[string]types.AttributeValue{}
+	for _, p := range s.order {
+		if p.Version != "" && av[p.Version] != nil {
+			vs[p.Version] = av[p.Version]
+		}
+	}
+	if err := s.decode(vs, &v, o); err != nil {
+		return item, err
+	}
+	return v, nil
+}
+
+func (s *Store[T]) putOne(ctx context.Context, k Key, w write, o Options) error {
+	expr, err := expression.NewBuilder().WithCondition(w.cond).Build()
+	if err != nil {
+		return fmt.Errorf("%w: split: Put %v part %q: %w", ErrInvalid, k, w.p.Name, err)
+	}
+	in := &dynamodb.PutItemInput{
+		TableName:                           aws.String(w.p.table),
+		Item:                                w.item,
+		ConditionExpression:                 expr.Condition(),
+		ExpressionAttributeNames:            expr.Names(),
+		ExpressionAttributeValues:           expr.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	s.ask(&in.ReturnConsumedCapacity, o)
+	out, err := s.c.PutItem(ctx, in)
+	if err != nil {
+		return s.failed(ctx, "Put", k, w, err, o)
+	}
+	record(o.Capacity, deref(out.ConsumedCapacity)...)
+	return nil
+}
+
+func (s *Store[T]) deleteOne(ctx context.Context, k Key, w write, o Options) error {
+	in := &dynamodb.DeleteItemInput{TableName: aws.String(w.p.table), Key: w.key}
+	if w.cond.IsSet() {
+		expr, err := expression.NewBuilder().WithCondition(w.cond).Build()
+		if err != nil {
+			return fmt.Errorf("%w: split: Delete %v part %q: %w", ErrInvalid, k, w.p.Name, err)
+		}
+		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
+	}
+	s.ask(&in.ReturnConsumedCapacity, o)
+	out, err := s.c.DeleteItem(ctx, in)
+	if err != nil {
+		return s.failed(ctx, "Delete", k, w, err, o)
+	}
+	record(o.Capacity, deref(out.ConsumedCapacity)...)
+	return nil
+}
+
+// ask sets ReturnConsumedCapacity when the call collects capacity.
+func (s *Store[T]) ask(rc *types.ReturnConsumedCapacity, o Options) {
+	if o.Capacity != nil {
+		*rc = types.ReturnConsumedCapacityTotal
+	}
+}
+
+func deref(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
+	if cc == nil {
+		return nil
+	}
+	return []types.ConsumedCapacity{*cc}
+}
