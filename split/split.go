@@ -185,12 +185,12 @@ func (e *PartError) Unwrap() error { return e.Err }
 // usable (its methods return ErrInvalid). A Store is safe for concurrent
 // use.
 type Store[T any] struct {
-	c      Client
-	l      Layout
-	parts  map[string]*part // by name
-	owner  map[string]*part // attribute (or version) name → the part holding it
-	order  []*part          // as declared
-	opts   Options
+	c     Client
+	l     Layout
+	parts map[string]*part // by name
+	owner map[string]*part // attribute (or version) name → the part holding it
+	order []*part          // as declared
+	opts  Options
 }
 
 // New returns a Store over the parts l describes, with the Options optFns
