@@ -22,7 +22,14 @@
 // shard count for one hot logical key (-writes), planned against the
 // table's smallest partition share when the table is described, else
 // against DynamoDB's 1,000 WCU per partition. Sizes need a unit (20GB,
-// 512MiB): a bare number is refused.
+// 512MiB): a bare number is refused. A figure no plan could use (NaN, Inf,
+// negative, -writes 0, or more than any table of partition.MaxPartitions
+// partitions or shard.MaxN keys takes) is a usage error naming its flag
+// (exit status 2); figures in range that have no plan together exit 1.
+// A plan is printed whole or not at all.
+//
+// Help (-h) and every error go to standard error; only results go to
+// standard output.
 //
 // proxy puts the test kit's fault proxy (package
 // github.com/dynashard/dynashard/dynashardtest/faultproxy) in front of a
@@ -87,7 +94,7 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
 			return 2

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/partition"
+	"github.com/dynashard/dynashard/shard"
 )
 
 // planUsage is the first lines of "dynashard plan -h".
@@ -23,7 +26,9 @@ Table flags print the table's partitions (after -new-rcu/-new-wcu, then each
 hot-key flags print a shard count, planned against the table's smallest
 partition share when table or bulk-load flags are given, else against
 DynamoDB's 1,000 WCU per partition. Sizes need a unit: B, KB, MB, GB, TB or
-KiB … TiB (all powers of 1024, as in DynamoDB's "10 GB per partition").`
+KiB … TiB (all powers of 1024, as in DynamoDB's "10 GB per partition").
+Figures must be finite, not negative and within what a table of 100,000
+partitions (3,000 RCU, 1,000 WCU, 10 GB each) takes; -writes more than 0.`
 
 // planFlags is what "dynashard plan" was given.
 type planFlags struct {
@@ -62,11 +67,25 @@ func (f *planFlags) hot() bool {
 	return f.any("writes", "reads", "read-bytes", "utilization", "consistent") || f.set["item-bytes"] && !f.bulk()
 }
 
+// runPlan prints a plan whole or not at all: it is written to a buffer
+// and copied to stdout only when every step of it succeeded, so that a
+// -split or a hot key the table cannot take fails before any of it is
+// printed.
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	f, err := parsePlan(args, stderr)
 	if err != nil {
 		return err
 	}
+	var out bytes.Buffer
+	if err := writePlan(&out, f); err != nil {
+		return err
+	}
+	_, err = out.WriteTo(stdout)
+	return err
+}
+
+// writePlan writes the plan f asks for to stdout.
+func writePlan(stdout io.Writer, f *planFlags) error {
 	var budget *partition.Layout // the table a hot key is planned against
 	switch {
 	case f.bulk():
@@ -131,13 +150,56 @@ func parsePlan(args []string, stderr io.Writer) (*planFlags, error) {
 	return f, nil
 }
 
-// check reports the first flag given wrongly or in the wrong company.
+// The largest figures plan accepts. Each is the most any table the
+// partition model holds could take (MaxPartitions partitions of 3,000 RCU,
+// 1,000 WCU and 10 GB, as partition.MaxPartitions bounds them), or, for a
+// hot key, the most shard.MaxN keys of one partition each could: a value
+// beyond it has no plan whatever the other flags say, so it is a usage
+// error, while a combination of figures within them that has no plan
+// (a rate needing more partitions or shards) is exit status 1.
+const (
+	maxRCU    = partition.PartitionRCU * partition.MaxPartitions
+	maxWCU    = partition.PartitionWCU * partition.MaxPartitions
+	maxBytes  = partition.PartitionBytes * partition.MaxPartitions
+	maxWrites = partition.PartitionWCU * shard.MaxN
+	// maxReads is whole-key reads per second at the cheapest read, one
+	// eventually consistent Query of 0.5 RCU, that maxRCU serves.
+	maxReads = 2 * maxRCU
+)
+
+// check reports the first flag given wrongly or in the wrong company; its
+// message starts with the flag.
 func (f *planFlags) check() error {
-	for name, v := range map[string]float64{"rcu": f.rcu, "wcu": f.wcu, "new-rcu": f.newRCU, "new-wcu": f.newWCU,
-		"steady-wcu": f.steadyWCU, "writes": f.writes, "reads": f.reads} {
-		if v < 0 {
-			return fmt.Errorf("-%s must not be negative", name)
+	for _, c := range []struct {
+		name string
+		v    float64
+		max  float64
+		unit string
+	}{
+		{"rcu", f.rcu, maxRCU, "RCU"}, {"new-rcu", f.newRCU, maxRCU, "RCU"},
+		{"wcu", f.wcu, maxWCU, "WCU"}, {"new-wcu", f.newWCU, maxWCU, "WCU"}, {"steady-wcu", f.steadyWCU, maxWCU, "WCU"},
+		{"writes", f.writes, maxWrites, "writes per second"}, {"reads", f.reads, maxReads, "reads per second"},
+	} {
+		if !(c.v >= 0 && c.v <= c.max) { // NaN fails both
+			return fmt.Errorf("-%s %v: want a figure from 0 to %s %s", c.name, c.v, num(c.max), c.unit)
 		}
+	}
+	for _, c := range []struct {
+		name string
+		v    byteSize
+	}{{"size", f.size}, {"read-bytes", f.readBytes}} {
+		if limit := byteSize(maxBytes); c.v > limit {
+			return fmt.Errorf("-%s %s: want at most %s (%s partitions of 10 GB)", c.name, c.v.String(), limit.String(), num(partition.MaxPartitions))
+		}
+	}
+	if f.itemBytes < 0 || f.itemBytes > ddbsize.MaxItemSize {
+		return fmt.Errorf("-item-bytes %d: want a size from 1 to %s bytes, DynamoDB's item limit (0 means 1,024)", f.itemBytes, num(ddbsize.MaxItemSize))
+	}
+	if f.set["utilization"] && !(f.util > 0 && f.util <= 1) {
+		return fmt.Errorf("-utilization %v: want a fraction of a partition's WCU above 0 and at most 1", f.util)
+	}
+	if f.hot() && !(f.writes > 0) {
+		return errors.New("-writes: hot-key flags need the key's peak writes per second, more than 0")
 	}
 	if !f.bulk() {
 		return nil
@@ -147,9 +209,16 @@ func (f *planFlags) check() error {
 			return fmt.Errorf("-%s: a bulk load sets the table's WCU and size itself (-steady-wcu is its WCU after the load)", name)
 		}
 	}
+	item := f.itemBytes
+	if item == 0 {
+		item = 1024
+	}
 	switch {
 	case !f.set["load-items"] || f.loadItems < 1:
 		return errors.New("-load-items: a bulk load needs the number of items, at least 1")
+	case float64(f.loadItems)*float64(item) > maxBytes:
+		return fmt.Errorf("-load-items %d: at %s bytes an item, more data than %s partitions of 10 GB hold",
+			f.loadItems, num(float64(item)), num(partition.MaxPartitions))
 	case !f.set["load-time"] || f.loadTime < time.Second:
 		return errors.New("-load-time: a bulk load needs the time it may take, at least 1s")
 	}

@@ -122,7 +122,7 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("missing file: exit %d, want 1", code)
 	}
 	for _, args := range [][]string{
-		{"plan", "-writes", "1e12"},                                  // more than shard.MaxN shards
+		{"plan", "-writes", "6e6"},                                   // more than shard.MaxN shards at 50 %
 		{"plan", "-rcu", "5000", "-writes", "10"},                    // a table without write capacity
 		{"plan", "-load-items", "1000000000000", "-load-time", "1s"}, // more than MaxPartitions
 	} {
@@ -130,9 +130,109 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%q: exit %d, want 1", args, code)
 		}
 	}
-	for _, args := range [][]string{{"help"}, {"-h"}, {"analyze", "-h"}, {"plan", "-h"}} {
-		if code, _, _ := runCLI(t, "", args...); code != 0 {
-			t.Errorf("%q: exit %d, want 0", args, code)
+	for _, args := range [][]string{{"help"}, {"-h"}, {"-help"}, {"--help"}, {"analyze", "-h"}, {"plan", "-h"}, {"plan", "--help"}, {"proxy", "-h"}} {
+		code, out, errOut := runCLI(t, "", args...)
+		if code != 0 || out != "" || !strings.Contains(errOut, "usage: dynashard") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %d bytes; want 0, the usage on stderr and nothing on stdout", args, code, out, len(errOut))
+		}
+	}
+}
+
+// TestPlanRanges checks that every numeric flag of plan out of its range
+// (NaN, Inf, negative, too large for any table the model holds) is a usage
+// error naming the flag, and that nothing is printed before an error.
+func TestPlanRanges(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		flag string // the flag the message must name
+	}{
+		{"rcu NaN", []string{"-rcu", "NaN"}, "-rcu"},
+		{"rcu Inf", []string{"-rcu", "Inf", "-wcu", "10"}, "-rcu"},
+		{"rcu too large", []string{"-rcu", "3.1e8"}, "-rcu"},
+		{"wcu -Inf", []string{"-wcu", "-Inf"}, "-wcu"},
+		{"wcu too large", []string{"-wcu", "1e300"}, "-wcu"},
+		{"new-rcu too large", []string{"-new-rcu", "1e300"}, "-new-rcu"},
+		{"new-rcu too large on a table", []string{"-rcu", "10", "-wcu", "10", "-new-rcu", "1e300"}, "-new-rcu"},
+		{"new-wcu NaN", []string{"-wcu", "10", "-new-wcu", "NaN"}, "-new-wcu"},
+		{"steady-wcu NaN", []string{"-load-items", "10", "-load-time", "1s", "-steady-wcu", "NaN"}, "-steady-wcu"},
+		{"writes too large", []string{"-writes", "1e308"}, "-writes"},
+		{"writes NaN", []string{"-writes", "NaN"}, "-writes"},
+		{"writes zero", []string{"-writes", "0"}, "-writes"},
+		{"writes missing", []string{"-reads", "5"}, "-writes"},
+		{"writes zero on a table", []string{"-wcu", "100", "-writes", "0"}, "-writes"},
+		{"reads too large", []string{"-reads", "1e308", "-writes", "10", "-read-bytes", "1TB"}, "-reads"},
+		{"reads Inf", []string{"-reads", "Inf", "-writes", "10"}, "-reads"},
+		{"utilization above 1", []string{"-writes", "10", "-utilization", "2"}, "-utilization"},
+		{"utilization zero", []string{"-writes", "10", "-utilization", "0"}, "-utilization"},
+		{"utilization negative", []string{"-writes", "10", "-utilization", "-0.5"}, "-utilization"},
+		{"utilization NaN", []string{"-writes", "10", "-utilization", "NaN"}, "-utilization"},
+		{"item-bytes negative", []string{"-item-bytes", "-1"}, "-item-bytes"},
+		{"item-bytes over the item limit", []string{"-writes", "10", "-item-bytes", "409601"}, "-item-bytes"},
+		{"item-bytes over the limit in a load", []string{"-load-items", "10", "-load-time", "1s", "-item-bytes", "1000000"}, "-item-bytes"},
+		{"load-items beyond any table", []string{"-load-items", "9223372036854775807", "-load-time", "1s"}, "-load-items"},
+		{"size beyond any table", []string{"-wcu", "10", "-size", "2000TB"}, "-size"},
+		{"read-bytes beyond any table", []string{"-writes", "10", "-read-bytes", "2000TB"}, "-read-bytes"},
+		{"split past the table", []string{"-wcu", "10", "-split", "7"}, "-split"},
+		{"split past the table after a split", []string{"-wcu", "10", "-split", "0", "-split", "2"}, "-split"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"plan"}, tt.args...)
+			code, out, errOut := runCLI(t, "", args...)
+			if code != 2 {
+				t.Errorf("%q: exit %d, want 2; stderr %q", args, code, errOut)
+			}
+			if out != "" {
+				t.Errorf("%q: printed before failing:\n%s", args, out)
+			}
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			last := lines[len(lines)-1]
+			if !strings.Contains(last, tt.flag) {
+				t.Errorf("%q: message %q does not name %s", args, last, tt.flag)
+			}
+			if strings.Contains(last, "{") {
+				t.Errorf("%q: message %q dumps a struct", args, last)
+			}
+		})
+	}
+}
+
+// TestPlanFigures runs plan over a grid of edge values of every numeric
+// flag: whatever it answers, exit 0 prints only finite figures, exit 2
+// names a flag, and a failure prints nothing on stdout.
+func TestPlanFigures(t *testing.T) {
+	figures := []string{"0", "1e-300", "0.5", "1", "3.1e8", "1e7", "NaN"}
+	var cases [][]string
+	for _, v := range figures {
+		cases = append(cases,
+			[]string{"-rcu", v, "-wcu", "1000", "-writes", "100"},
+			[]string{"-wcu", v, "-writes", "100", "-split", "0"},
+			[]string{"-wcu", "1000", "-new-wcu", v, "-new-rcu", v},
+			[]string{"-writes", v, "-reads", v, "-read-bytes", "900TB", "-consistent"},
+			[]string{"-writes", "1e7", "-reads", "6e8", "-read-bytes", "900TB", "-utilization", "1"},
+			[]string{"-load-items", "1000000000", "-load-time", "1s", "-steady-wcu", v, "-writes", "1"},
+			[]string{"-load-items", "1", "-load-time", "2000000h", "-steady-wcu", v, "-rcu", v},
+		)
+	}
+	badFigure := regexp.MustCompile(`Inf|NaN|e\+\d`)
+	for _, args := range cases {
+		args = append([]string{"plan"}, args...)
+		code, out, errOut := runCLI(t, "", args...)
+		switch code {
+		case 0:
+			if m := badFigure.FindString(out); m != "" {
+				t.Errorf("%q: exit 0 with figure %q:\n%s", args, m, out)
+			}
+		case 1, 2:
+			if out != "" {
+				t.Errorf("%q: exit %d after printing:\n%s", args, code, out)
+			}
+			if code == 2 && !strings.Contains(errOut, ": -") {
+				t.Errorf("%q: usage error %q names no flag", args, errOut)
+			}
+		default:
+			t.Errorf("%q: exit %d", args, code)
 		}
 	}
 }
