@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -99,35 +100,60 @@ func (s *Store[T]) txError(op string, k Key, ws []write, err error) error {
 }
 
 // failed turns a failed single-item write into the package's errors. A
-// failed condition is ErrNotFound when the part is missing and
-// ErrConflict otherwise: when the server did not return the old item
-// (dynalite ignores ReturnValuesOnConditionCheckFailure) and the
-// condition was more than existence, one consistent GetItem tells. Either
-// way the write had no effect, so the answer is true at some moment
-// within the call.
+// failed condition is ErrNotFound when the part was missing and
+// ErrConflict otherwise. DynamoDB returns the item that failed the
+// condition (ReturnValuesOnConditionCheckFailure): an item means a
+// conflict; none means, on DynamoDB, that the part was missing. A server
+// that ignores the request (dynalite) returns no item either way, so when
+// the condition was more than existence one consistent GetItem decides:
+// a missing part is ErrNotFound, a version other than the one expected
+// ErrConflict (both true at the time of that read, within the call, and
+// the write had no effect); a part that now satisfies the version
+// condition was missing when the write failed (ErrNotFound), unless a
+// condition of the caller's was involved, which split cannot evaluate
+// (ErrConflict: right for dynalite, where that is the only way to get
+// here without a concurrent writer).
 func (s *Store[T]) failed(ctx context.Context, op string, k Key, w write, err error, o Options) error {
+	perr := func(e error) error { return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: e} }
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		var tc *types.TransactionConflictException
 		if errors.As(err, &tc) {
-			return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w: %w", op, ErrConflict, err)}
+			return perr(fmt.Errorf("split: %s: %w: %w", op, ErrConflict, err))
 		}
-		return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w", op, err)}
+		return perr(fmt.Errorf("split: %s: %w", op, err))
 	}
-	exists := len(ccf.Item) > 0
-	if !exists && !w.onlyExists {
-		in := &dynamodb.GetItemInput{TableName: aws.String(w.p.table), Key: w.key, ConsistentRead: aws.Bool(true),
-			ProjectionExpression: aws.String("#k"), ExpressionAttributeNames: map[string]string{"#k": w.p.keys[0]}}
-		s.ask(&in.ReturnConsumedCapacity, o)
-		out, gerr := s.c.GetItem(ctx, in)
-		if gerr != nil {
-			return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w: %w (and reading the part to tell why failed: %w)", op, ErrConflict, err, gerr)}
+	notFound := func() error {
+		return perr(fmt.Errorf("split: %s: %w: the part does not exist: %w", op, ErrNotFound, err))
+	}
+	conflict := func() error { return perr(fmt.Errorf("split: %s: %w: %w", op, ErrConflict, err)) }
+	switch {
+	case len(ccf.Item) > 0:
+		return conflict()
+	case w.onlyExists:
+		return notFound()
+	}
+	in := &dynamodb.GetItemInput{TableName: aws.String(w.p.table), Key: w.key, ConsistentRead: aws.Bool(true)}
+	s.ask(&in.ReturnConsumedCapacity, o)
+	out, gerr := s.c.GetItem(ctx, in)
+	if gerr != nil {
+		return perr(fmt.Errorf("split: %s: %w: %w (and reading the part to tell why failed: %w)", op, ErrConflict, err, gerr))
+	}
+	record(o.Capacity, deref(out.ConsumedCapacity)...)
+	if len(out.Item) == 0 {
+		return notFound()
+	}
+	if w.versioned {
+		stored := int64(0)
+		if n, ok := out.Item[w.p.Version].(*types.AttributeValueMemberN); ok {
+			stored, _ = strconv.ParseInt(n.Value, 10, 64)
 		}
-		record(o.Capacity, deref(out.ConsumedCapacity)...)
-		exists = len(out.Item) > 0
+		if stored != w.expect {
+			return conflict()
+		}
 	}
-	if !exists && w.item != nil || !exists && op == "Update" {
-		return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w: the part does not exist: %w", op, ErrNotFound, err)}
+	if w.userCond {
+		return conflict()
 	}
-	return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("split: %s: %w: %w", op, ErrConflict, err)}
+	return notFound()
 }
