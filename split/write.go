@@ -74,7 +74,10 @@ func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options))
 // Options.Conditions entry holds. It returns item with the new versions.
 // It fails with ErrNotFound when a part does not exist and ErrConflict
 // when a version or condition does not hold, as a *PartError naming the
-// part; nothing was written then.
+// part; nothing was written then. On a server that ignores
+// ReturnValuesOnConditionCheckFailure (dynalite), a Put of one part with a
+// condition of the caller's that fails while another writer creates the
+// part may report ErrConflict where ErrNotFound was the cause.
 func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...func(*Options)) (T, error) {
 	o, err := s.call(ctx, optFns)
 	if err != nil {
