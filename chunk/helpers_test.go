@@ -22,11 +22,12 @@ import (
 	"github.com/dynashard/dynashard/internal/localddb"
 )
 
-// TestMain stops the servers and then checks that no goroutine of this
+// TestMain stops the servers (DynamoDB's and s3rver) and then checks that no goroutine of this
 // package outlived its test (idle HTTP connections of SDK clients aside).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	ddbtest.Stop()
+	stopS3()
 	if code == 0 {
 		if err := goleak.Find(
 			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
