@@ -230,8 +230,9 @@ type Client interface {
 	UpdateTable(context.Context, *dynamodb.UpdateTableInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 }
 
-// Tables creates and retires a router's tables. Create it with New. Safe
-// for concurrent use.
+// Tables creates and retires a router's tables. Create it with New; the
+// methods of a zero Tables (or a nil *Tables) send nothing and fail with an
+// error matching ErrInvalid. Safe for concurrent use.
 type Tables struct {
 	c        Client
 	r        Router
@@ -269,12 +270,21 @@ func New(c Client, r Router, template *dynamodb.CreateTableInput, optFns ...func
 	return &Tables{c: c, r: r, template: *template, o: o}, nil
 }
 
-// Router returns the router the Tables serve.
-func (m *Tables) Router() Router { return m.r }
+// Router returns the router the Tables serve: the zero Router for a zero
+// or nil Tables.
+func (m *Tables) Router() Router {
+	if m == nil {
+		return Router{}
+	}
+	return m.r
+}
 
-// check validates ctx before any request.
+// check validates the Tables and ctx before any request.
 func (m *Tables) check(ctx context.Context) error {
-	if ctx == nil {
+	switch {
+	case m == nil || m.c == nil:
+		return fmt.Errorf("%w: timeseries: Tables not made by New (zero value or nil)", ErrInvalid)
+	case ctx == nil:
 		return fmt.Errorf("%w: nil ctx", ErrInvalid)
 	}
 	return nil

@@ -381,3 +381,45 @@ func TestOneBytePrefix(t *testing.T) {
 		}
 	})
 }
+
+// TestZeroTables: a Tables not made by New, zero or nil, fails every
+// method with ErrInvalid instead of panicking, and sends nothing (it has
+// no client to send with).
+func TestZeroTables(t *testing.T) {
+	ctx := context.Background()
+	now := date(2026, 11, 22, 10)
+	for name, m := range map[string]*Tables{"zero": {}, "nil": nil} {
+		for _, call := range []struct {
+			name string
+			run  func() error
+		}{
+			{"Ensure", func() error { _, err := m.Ensure(ctx, now, 1); return err }},
+			{"List", func() error {
+				var last error
+				for _, err := range m.List(ctx) {
+					last = err
+				}
+				return last
+			}},
+			{"Retain", func() error { _, err := m.Retain(ctx, now); return err }},
+			{"Tune", func() error { _, err := m.Tune(ctx, now); return err }},
+		} {
+			t.Run(name+"/"+call.name, func(t *testing.T) {
+				var err error
+				if v := recovered(func() { err = call.run() }); v != nil {
+					t.Fatalf("panicked: %v", v)
+				}
+				if !errors.Is(err, ErrInvalid) {
+					t.Errorf("got %v, want ErrInvalid", err)
+				}
+			})
+		}
+		if v := recovered(func() {
+			if r := m.Router(); r != (Router{}) {
+				t.Errorf("%s: Router() = %+v, want the zero Router", name, r)
+			}
+		}); v != nil {
+			t.Errorf("%s: Router panicked: %v", name, v)
+		}
+	}
+}
