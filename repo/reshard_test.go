@@ -15,7 +15,7 @@ import (
 // under every count of the base's history (plain and large), writes new
 // ones at the newest count, and Delete removes an item wherever it is.
 func TestReshard(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		l := newTable(t, s, 4)
 		plain := newRepo[Reply](t, s.Client(), l)

@@ -67,7 +67,7 @@ func values(t *testing.T, items []scatter.Item) []string {
 // Reshard leave an older copy behind, and reads return the newest one. A
 // Scatter whose layout has another N reads the same.
 func TestReshardReads(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c, sent := countingClient(s.Endpoint)
 		l := layout("", 'S', shard.Hash(4))
@@ -174,7 +174,7 @@ func probes(id string, h []int, n int) int {
 // TestReshardCount: Count counts an item written under each count of the
 // history once (no id rewritten, so no copies).
 func TestReshardCount(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c, _ := countingClient(s.Endpoint)
 		l := layout("", 'S', shard.Hash(3))
@@ -197,7 +197,7 @@ func TestReshardCount(t *testing.T) {
 // TestReshardLookup: under Random, Lookup covers the suffixes of every
 // count of the history.
 func TestReshardLookup(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c, _ := countingClient(s.Endpoint)
 		l := layout("", 'S', shard.Random(2))
@@ -237,7 +237,7 @@ func mapsKeysInt(m map[int]bool) func(func(int) bool) {
 // it: the pages that follow hold every item after the cursor's position
 // at the time they are read, each once, the new shards included.
 func TestReshardCursor(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c, _ := countingClient(s.Endpoint)
 		l := layout("", 'S', shard.Hash(4))
@@ -288,7 +288,7 @@ func TestReshardCursor(t *testing.T) {
 // 4 → 8 → 16, with throttling and 500s from the proxy: every write that
 // succeeded is read back exactly once by All and Page, and found by Get.
 func TestReshardConcurrentWriters(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		p := newProxy(t, s.Endpoint, faultproxy.Config{
 			ThrottleRate: 0.1, ErrorAfterRate: 0.05, Ops: []string{"PutItem"}, Seed: 3,
@@ -385,7 +385,7 @@ type typesS = types.AttributeValueMemberS
 // copies) that retries a failed call with the same cursor yields every
 // item once, and All, retried whole, does too.
 func TestReshardUnderFaults(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		l := layout("", 'S', shard.Hash(3))
 		tbl := reshardTable(t, s, s.Client(), &l)

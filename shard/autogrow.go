@@ -11,7 +11,6 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dynashard/dynashard/internal/backoff"
-	"github.com/dynashard/dynashard/internal/batch"
 )
 
 // GrowOptions configures a [Grower]. The zero value of every field is its
@@ -28,8 +27,10 @@ type GrowOptions struct {
 	// MinAttempts is the attempts a window needs to be judged at all; a
 	// quieter window is neither hot nor cold. Zero means 20.
 	MinAttempts int
-	// Sustain is the hysteresis: the number of hot windows in a row that
-	// grows a base. A burst shorter than Sustain windows changes nothing.
+	// Sustain is the hysteresis: the number of consecutive hot windows
+	// that grows a base. A window that is not hot (too few attempts to be
+	// judged, or too few throttled) breaks the run, so bursts separated
+	// by quiet windows change nothing.
 	// Zero means 3.
 	Sustain int
 	// Factor multiplies N on each grow. Zero means 2, which keeps half of
@@ -216,7 +217,8 @@ func (g *Grower) observe(base string, n, attempts, throttled int) (int, []Decisi
 // to (Grow's Kind is provisional until the Reshard is done).
 func (g *Grower) judge(base string, n int, w *baseWatch) (*Decision, int) {
 	end := w.start.Add(g.o.Window)
-	if w.attempts < g.o.MinAttempts {
+	if w.attempts < g.o.MinAttempts { // a quiet window breaks a run
+		w.hot, w.cold = 0, 0
 		return nil, 0
 	}
 	d := &Decision{Base: base, From: n, Attempts: w.attempts, Throttled: w.throttled, At: end}
@@ -257,13 +259,22 @@ func (t *Table[T]) report(ctx context.Context, base string, attempts, throttled 
 		return
 	}
 	n := t.l.N()
-	if h, ok := verified.newest(t.c, t.l, base); ok {
-		n = h[len(h)-1]
+	if v, ok := views.newest(t.l, base); ok {
+		n = v.writeN()
+		if v.pending { // a grow is under way: count, judge nothing
+			g.mu.Lock()
+			g.stats.Attempts += attempts
+			g.stats.Throttled += throttled
+			g.mu.Unlock()
+			return
+		}
 	}
 	to, decisions := g.observe(base, n, attempts, throttled)
 	for _, d := range decisions {
 		if d.Kind == Grow && to > 0 {
-			if _, err := t.l.Reshard(ctx, t.c, base, to); err != nil {
+			// Announce the count and return: the writers of the base
+			// make it theirs once the fence has passed (activateDue).
+			if _, err := t.l.reshard(ctx, t.c, base, to); err != nil {
 				d.Kind, d.Err = GrowFailed, err
 			}
 		}
@@ -326,42 +337,6 @@ func (t *Table[T]) reportAttempts(ctx context.Context, base string, a *attempts,
 		}
 	}
 	t.report(ctx, base, sent, throttled)
-}
-
-// batchClient is the client Load sends its BatchWriteItem requests
-// through: the Table's own, or with a Grower, a wrapper around it that
-// reports each request's items per base, and those left unprocessed or
-// throttled, to the Grower.
-func (t *Table[T]) batchClient(ctx context.Context) batch.WriteAPI {
-	if t.opts.Grower == nil {
-		return t.c
-	}
-	return observedBatch[T]{t: t, ctx: ctx}
-}
-
-type observedBatch[T any] struct {
-	t   *Table[T]
-	ctx context.Context // the Load's, for a Reshard the Grower decides
-}
-
-func (b observedBatch[T]) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	var a attempts
-	out, err := b.t.c.BatchWriteItem(ctx, in, append(optFns, b.t.observe(&a))...)
-	a.mu.Lock()
-	sent, throttled := max(a.sent, 1), a.throttle
-	a.mu.Unlock()
-	if a.sent == 0 && backoff.IsThrottle(err) {
-		throttled = 1
-	}
-	items := b.t.perBase(in.RequestItems)
-	var left map[string]int
-	if out != nil {
-		left = b.t.perBase(out.UnprocessedItems)
-	}
-	for base, n := range items {
-		b.t.report(b.ctx, base, n*sent, n*throttled+left[base])
-	}
-	return out, err
 }
 
 // perBase counts the table's write requests by base.

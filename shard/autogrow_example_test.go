@@ -17,7 +17,9 @@ import (
 // A Grower doubles a base's N once its writes have been throttled for
 // Sustain windows in a row. Here a proxy throttles 40 % of the PutItem
 // requests, and the Grower's clock is moved by hand so that 20 Puts fall
-// in each one-second window.
+// in each one-second window. A grow announces the new N at once; the
+// base's writers take it up once no process can still write under the
+// history before it (the fence: here HistoryTTL 50 ms + 1 s).
 func ExampleNewGrower() {
 	ctx := context.Background()
 	srv, err := dynashardtest.NewServer(func(o *dynashardtest.Options) {
@@ -33,7 +35,8 @@ func ExampleNewGrower() {
 			ro.MaxAttempts, ro.MaxBackoff, ro.RateLimiter = 8, 2*time.Millisecond, ratelimit.None
 		})
 	})
-	layout := shard.Layout{Table: dynashardtest.TableName("orders"), PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(4)}
+	layout := shard.Layout{Table: dynashardtest.TableName("orders"), PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(4),
+		HistoryTTL: 50 * time.Millisecond}
 	in, err := layout.CreateTableInput()
 	if err == nil {
 		err = srv.CreateTable(ctx, in)
@@ -43,11 +46,11 @@ func ExampleNewGrower() {
 		return
 	}
 
-	now := time.Unix(0, 0)
+	now, grew := time.Unix(0, 0), false
 	grower, err := shard.NewGrower(func(o *shard.GrowOptions) {
 		o.Sustain, o.MinAttempts, o.MaxN = 3, 10, 16
 		o.Now = func() time.Time { return now }
-		o.OnDecision = func(d shard.Decision) { fmt.Println(d.Kind, d.Base, d.From, "→", d.To) }
+		o.OnDecision = func(d shard.Decision) { fmt.Println(d.Kind, d.Base, d.From, "→", d.To); grew = true }
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -61,6 +64,10 @@ func ExampleNewGrower() {
 	for i := range 400 {
 		_ = orders.Put(ctx, "2014-07-09", ExampleOrder{ID: fmt.Sprint("ORD-", i)})
 		now = now.Add(50 * time.Millisecond)
+		if grew { // let the fence pass, so that the next Put takes up the new N
+			time.Sleep(layout.HistoryTTL + time.Second + 100*time.Millisecond)
+			grew = false
+		}
 	}
 	fmt.Println(orders.Shards(ctx, "2014-07-09"))
 	fmt.Println("grows:", grower.Stats().Grows)

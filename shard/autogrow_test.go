@@ -81,6 +81,10 @@ func (g *decisionLog) kinds() []shard.DecisionKind {
 	return k
 }
 
+// fencePassed is more than the fence of layoutOf's HistoryTTL (50 ms +
+// 1 s): after it, a grow's new N is the writers' on their next write.
+const fencePassed = 1200 * time.Millisecond
+
 func newGrower(t *testing.T, clock *fakeClock, log *decisionLog, optFns ...func(*shard.GrowOptions)) *shard.Grower {
 	t.Helper()
 	g, err := shard.NewGrower(append([]func(*shard.GrowOptions){func(o *shard.GrowOptions) {
@@ -97,7 +101,7 @@ func newGrower(t *testing.T, clock *fakeClock, log *decisionLog, optFns ...func(
 // grow the base, doubling N up to MaxN, each decision reported; every Put
 // that succeeded is found.
 func TestAutoGrowSustained(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c, _ := throttledClient(t, s, faultproxy.Config{ThrottleRate: 0.4, Ops: []string{"PutItem"}, Seed: 7})
 		clock := &fakeClock{now: time.Unix(0, 0)}
@@ -111,10 +115,14 @@ func TestAutoGrowSustained(t *testing.T) {
 		var ok []string
 		for i := range 400 {
 			id := fmt.Sprint("o", i)
+			grows := len(log.kinds())
 			if err := tbl.Put(ctx, "hot", Order{ID: id}); err == nil {
 				ok = append(ok, id)
 			}
 			clock.Advance(50 * time.Millisecond) // 20 Puts a window
+			if len(log.kinds()) > grows {
+				time.Sleep(fencePassed) // the next Put takes up the new N
+			}
 		}
 		h, err := tbl.Shards(ctx, "hot")
 		if err != nil || !slices.Equal(h, []int{4, 8, 16}) {
@@ -143,7 +151,7 @@ func TestAutoGrowSustained(t *testing.T) {
 // TestAutoGrowBurst: throttling that lasts fewer than Sustain windows
 // grows nothing, however intense; quiet windows reset the count.
 func TestAutoGrowBurst(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c, p := throttledClient(t, s, faultproxy.Config{})
 		clock := &fakeClock{now: time.Unix(0, 0)}
@@ -184,7 +192,7 @@ func TestAutoGrowBurst(t *testing.T) {
 // writes stay unprocessed grows while the load runs, and the load writes
 // every item at its base's N at the time.
 func TestAutoGrowLoad(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c, _ := throttledClient(t, s, faultproxy.Config{UnprocessedRate: 0.5, Ops: []string{"BatchWriteItem"}, Seed: 5})
 		clock := &fakeClock{now: time.Unix(0, 0), step: 20 * time.Millisecond}
@@ -223,7 +231,7 @@ func TestAutoGrowLoad(t *testing.T) {
 // TestAutoGrowShrink: a base written slowly and never throttled gets a
 // shrink recommendation after Sustain windows; its N does not change.
 func TestAutoGrowShrink(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		clock := &fakeClock{now: time.Unix(0, 0)}
 		var log decisionLog

@@ -46,3 +46,28 @@ var (
 	// input may be fine and the deployment wrong.
 	ErrLayoutMismatch = errs.New("shard: layout mismatch", nil)
 )
+
+// Errors of the layout record and of resharding.
+var (
+	// ErrMalformedRecord is matched by an error about a base's layout
+	// record that dynashard did not write or that breaks its bounds (more
+	// than MaxHistory counts, a count outside 1..MaxN or twice, a
+	// revision at its maximum). Nothing is read or written under such a
+	// record. It is not ErrInvalid: the caller's input may be fine.
+	ErrMalformedRecord = errs.New("shard: malformed layout record", nil)
+	// ErrNoTransactions is matched by the error of a write, Get or
+	// Rebalance that needs DynamoDB transactions (TransactWriteItems,
+	// TransactGetItems) on a server without them, such as dynalite: an
+	// item whose base's history has several counts is written and read
+	// with transactions (see "Resharding" in the package doc), and
+	// Reshard refuses to start on such a server.
+	ErrNoTransactions = errs.New("shard: the server does not support DynamoDB transactions, which resharding needs", nil)
+)
+
+// ErrTooLate is matched by the error of a request that was still in
+// flight when the shard-count history it was computed from could have
+// changed: twice the Layout's HistoryTTL (at least HistoryTTL plus 1 s)
+// after that history was read. The request was abandoned; like any
+// request that ends without an answer, it may or may not have been
+// applied, and retrying it is safe.
+var ErrTooLate = errs.New("shard: request abandoned: its shard-count history may have changed", nil)

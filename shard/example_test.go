@@ -217,19 +217,21 @@ func ExampleLayout_Reshard() {
 	}
 	_ = orders.Put(ctx, "2014-07-09", ExampleOrder{ID: "ORD-00000001", Amount: 1})
 
-	// The day turns out hotter than planned: double its shards. Writers
-	// use 16 from now on; the items written with 8 stay where they are.
+	// The day turns out hotter than planned: double its shards. Reshard
+	// returns once every process writes new items under 16 (the fence:
+	// 2 × HistoryTTL); the items written with 8 stay where they are.
 	h, err := layout.Reshard(ctx, srv.Client(), "2014-07-09", 16)
 	fmt.Println(h, err)
 	_ = orders.Put(ctx, "2014-07-09", ExampleOrder{ID: "ORD-00000002", Amount: 2})
 	for _, id := range []string{"ORD-00000001", "ORD-00000002"} {
-		o, err := orders.Get(ctx, "2014-07-09", id) // newest N's key first, then older ones
+		o, err := orders.Get(ctx, "2014-07-09", id) // every key the history gives the id
 		fmt.Println(o.Day, o.Amount, err)
 	}
 
-	// Rebalance moves the old items and retires N = 8. This process is
-	// the table's only writer and knows the new N already, so it need
-	// not wait for other processes' caches (Wait: 2 × HistoryTTL).
+	// Rebalance moves the old items (none here: ORD-00000001 has suffix
+	// 8 under both counts) and retires N = 8. This process is the
+	// table's only writer and knows the new N already, so it need not
+	// wait for other processes' caches (Wait: 2 × HistoryTTL).
 	p, err := shard.Rebalance(ctx, srv.Client(), layout, "2014-07-09",
 		func(o *shard.RebalanceOptions) { o.Wait = -1 })
 	fmt.Println(p.Moved, p.Retired, err)
@@ -238,7 +240,7 @@ func ExampleLayout_Reshard() {
 	// Output:
 	// [8 16] <nil>
 	// 2014-07-09.8 1 <nil>
-	// 2014-07-09.5 2 <nil>
-	// 1 [8 16] <nil>
+	// 2014-07-09.13 2 <nil>
+	// 0 [8 16] <nil>
 	// [16] <nil>
 }

@@ -177,7 +177,7 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 			}
 		}
 	}
-	bs, err := batch.WriteSeq(ctx, t.batchClient(ctx), writes, func(bo *batch.Options) {
+	bs, err := batch.WriteSeq(ctx, loadClient[T]{t: t, ctx: ctx}, writes, func(bo *batch.Options) {
 		bo.MaxConcurrency = o.MaxConcurrency
 		bo.RetryBudget = o.RetryBudget
 		bo.StallTimeout = o.StallTimeout
@@ -206,15 +206,15 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 }
 
 // loadEntries marshals the pairs of items into writes, counting each pair
-// read in stats and reporting each one rejected in failed. Each item is
-// written at its base's newest shard count, from the base's record as
-// cached for the layout's HistoryTTL (marshalFor), so a long load follows
-// a Reshard made while it runs.
+// read in stats and reporting each one rejected in failed. The key each
+// write carries orders the load (interleave); the key it is written at is
+// chosen again when it is sent (loadClient), so a long load follows a
+// Reshard made while it runs.
 func (t *Table[T]) loadEntries(ctx context.Context, items iter.Seq2[string, T], stats *LoadStats, failed *[]FailedItem[T]) iter.Seq[loadEntry] {
 	return func(yield func(loadEntry) bool) {
 		for base, item := range items {
 			stats.Read++
-			av, _, err := t.marshalFor(ctx, base, item, t.opts)
+			av, err := t.loadItem(ctx, base, item)
 			if err != nil {
 				*failed = append(*failed, FailedItem[T]{Base: base, Item: item, Err: err})
 				continue

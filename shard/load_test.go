@@ -89,7 +89,7 @@ func stored(s shard.Strategy, in []pair) map[string]Order {
 
 func newOrders(t *testing.T, c shard.Client, table string, s shard.Strategy) *shard.Table[Order] {
 	t.Helper()
-	tbl, err := shard.NewTable[Order](c, shard.Layout{Table: table, PartitionKey: "pk", SortKey: "sk", Strategy: s})
+	tbl, err := shard.NewTable[Order](c, layoutOf(table, s))
 	if err != nil {
 		t.Fatal(err)
 	}

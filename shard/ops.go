@@ -2,23 +2,26 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/ddbsize"
 )
 
 // Put writes item under the logical key base: the physical key comes from
 // the strategy, at the base's newest shard count, applied to the item's
-// sort key (its id). A copy of the item written under an older count of
-// the base's history stays where it is: reads prefer the newest one, and
-// [Rebalance] removes it. With a Condition, while the history puts id
-// elsewhere too, an older copy is first moved to the newest key (as Update
-// does) so that the condition tests the item as it stands. With Random, each Put of the same id may land on
-// a different suffix, creating a second copy rather than overwriting; use
-// a calculated strategy when ids are rewritten.
+// sort key (its id). While the base's history puts id at several keys,
+// the Put is a transaction that writes the item where it is (or at the
+// newest count's key if it is nowhere) and checks that no other key holds
+// it (see "Resharding" in the package doc), so a Put, conditional or not,
+// always replaces the one copy of the item. With Random, each Put of the
+// same id may land on a different suffix, creating a second copy rather
+// than overwriting; use a calculated strategy when ids are rewritten.
 func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(*Options)) error {
 	o, err := t.options(ctx, optFns)
 	if err != nil {
@@ -28,35 +31,39 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 	if err != nil {
 		return err
 	}
-	av, id, err := t.marshalFor(ctx, base, item, o)
+	av, id, err := t.marshal(base, item, o, t.l.Strategy)
 	if err != nil {
 		return err
 	}
-	if c.expr != nil {
-		// The condition is about the item as it stands: bring an older
-		// copy to where the Put writes before testing it there.
-		if err := t.settleAt(ctx, base, id, keyString(av[t.l.PartitionKey])); err != nil {
-			return err
-		}
-	}
-	in := &dynamodb.PutItemInput{TableName: aws.String(t.l.Table), Item: av}
-	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
-	var a attempts
-	_, err = t.c.PutItem(ctx, in, t.observe(&a))
-	t.reportAttempts(ctx, base, &a, err)
+	v, err := t.writeView(ctx, base)
 	if err != nil {
-		return t.requestErr("PutItem", keyString(av[t.l.PartitionKey]), id, err)
+		return err
 	}
-	return nil
+	keys, err := t.writeKeys(v, base, id)
+	if err != nil {
+		return err
+	}
+	av[t.l.PartitionKey] = &types.AttributeValueMemberS{Value: keys[0]}
+	if _, err := ddbsize.CheckItem(av); err != nil { // the suffix may be longer
+		return t.itemErr(base, id, err)
+	}
+	_, err = t.write(ctx, v, base, id, keys, txOp{put: av, cond: c}, func(ctx context.Context, opt func(*dynamodb.Options)) error {
+		in := &dynamodb.PutItemInput{TableName: aws.String(t.l.Table), Item: av}
+		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
+		_, err := t.c.PutItem(ctx, in, opt)
+		return err
+	})
+	return err
 }
 
-// Get reads the item with id under base. It tries the physical key of the
-// base's newest shard count first, then those of older counts in the
-// base's history (each key once), so it costs one GetItem for an item
-// written since the last Reshard and at most one per count of the history
-// otherwise; with ConsistentRead the base's record is read again too (one
-// more GetItem), so that a Reshard in another process is seen at once. It
-// returns an error matching ErrNotFound if no key holds the item.
+// Get reads the item with id under base. While the base's history puts
+// id at one key, it is one GetItem. Otherwise, with ConsistentRead, it is
+// one TransactGetItems over every key the history gives id (a snapshot:
+// an item being moved is never missed); without, it tries the keys one
+// GetItem at a time, newest count first, and confirms a miss with a
+// TransactGetItems. With ConsistentRead the base's record is read again
+// too (one more GetItem), so that a Reshard in another process is seen at
+// once. It returns an error matching ErrNotFound if no key holds the item.
 func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Options)) (T, error) {
 	var zero T
 	o, err := t.options(ctx, optFns)
@@ -66,35 +73,49 @@ func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Opt
 	if err := t.check(base, id); err != nil {
 		return zero, err
 	}
-	pks, err := t.candidates(ctx, base, id, o.ConsistentRead)
+	v, err := t.readView(ctx, base, o.ConsistentRead)
 	if err != nil {
 		return zero, err
 	}
-	item, _, err := t.find(ctx, pks, id, o.ConsistentRead)
+	keys, err := t.writeKeys(v, base, id)
 	if err != nil {
 		return zero, err
+	}
+	fctx, cancel := context.WithDeadline(ctx, v.deadline(t.l))
+	defer cancel()
+	item, err := t.find(fctx, base, id, keys, o.ConsistentRead)
+	if err != nil {
+		return zero, t.late(ctx, err)
 	}
 	if item == nil {
-		return zero, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, t.l.Table, pks[0], id)
+		return zero, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, t.l.Table, keys[0], id)
 	}
 	return t.unmarshal(item, o)
 }
 
-// find reads id at each key of pks in turn and returns the first item
-// found and its key's index; a nil item if none holds it.
-func (t *Table[T]) find(ctx context.Context, pks []string, id string, consistent bool) (map[string]types.AttributeValue, int, error) {
-	for i, pk := range pks {
+// find reads id at keys as Get describes; a nil item if none holds it.
+func (t *Table[T]) find(ctx context.Context, base, id string, keys []string, consistent bool) (map[string]types.AttributeValue, error) {
+	if len(keys) > 1 && consistent {
+		item, _, err := t.txGet(ctx, base, id, keys)
+		return item, err
+	}
+	for _, pk := range keys {
 		out, err := t.c.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: aws.String(t.l.Table), Key: t.keyAt(pk, id), ConsistentRead: aws.Bool(consistent),
 		})
 		if err != nil {
-			return nil, 0, t.requestErr("GetItem", pk, id, err)
+			return nil, t.requestErr("GetItem", pk, id, err)
 		}
 		if out.Item != nil {
-			return out.Item, i, nil
+			return out.Item, nil
 		}
 	}
-	return nil, 0, nil
+	if len(keys) == 1 {
+		return nil, nil
+	}
+	// The item may have moved between two of the reads above.
+	item, _, err := t.txGet(ctx, base, id, keys)
+	return item, err
 }
 
 // Update applies update to the item with id under base and returns the item
@@ -103,11 +124,11 @@ func (t *Table[T]) find(ctx context.Context, pks []string, id string, consistent
 // An update that sets, removes, adds to or deletes from a key attribute is
 // an *ItemError (ErrInvalidKey) before any request.
 //
-// The update applies at the base's newest shard count. While the base's
-// history has counts that put id elsewhere, Update first looks for the
-// item there with consistent GetItems and moves it (as [Rebalance] does)
-// before updating, so that an update never starts a new item beside an
-// old one.
+// The update applies where the item is. While the base's history puts id
+// at several keys, it is a transaction as Put's is, and the item returned
+// is read after it with a consistent GetItem: if another write of the
+// same item came between the two, the item returned includes that write
+// too.
 func (t *Table[T]) Update(ctx context.Context, base, id string, update expression.UpdateBuilder, optFns ...func(*Options)) (T, error) {
 	var zero T
 	o, err := t.options(ctx, optFns)
@@ -122,73 +143,62 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 		return zero, t.itemErr(base, id, fmt.Errorf("update expression: %w", err))
 	}
 	for _, name := range updatedNames(aws.ToString(e.Update()), e.Names()) {
-		if name == t.l.PartitionKey || name == t.l.SortKey {
+		if name == t.l.PartitionKey || name == t.l.SortKey || name == attrToken {
 			return zero, t.itemErr(base, id, fmt.Errorf("%w: the update changes key attribute %q", ErrInvalidKey, name))
 		}
 	}
-	h, err := t.l.recorded(ctx, t.c, base, t.l.historyTTL())
+	v, err := t.writeView(ctx, base)
 	if err != nil {
 		return zero, err
 	}
-	pks, err := t.keysOf(base, id, h)
+	keys, err := t.writeKeys(v, base, id)
 	if err != nil {
 		return zero, err
 	}
-	if err := t.settle(ctx, pks, id); err != nil {
-		return zero, err
+	var after map[string]types.AttributeValue
+	op := txOp{update: e.Update(), cond: condition{e.Condition(), e.Names(), e.Values()}}
+	if len(keys) > 1 { // the transaction also sets the item's token
+		op.token = newToken()
+		te, _, err := expr(o.Condition, ptr(update.Set(expression.Name(attrToken), expression.Value(op.token))))
+		if err != nil {
+			return zero, t.itemErr(base, id, fmt.Errorf("update expression: %w", err))
+		}
+		op.update, op.cond = te.Update(), condition{te.Condition(), te.Names(), te.Values()}
 	}
-	var a attempts
-	out, err := t.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(t.l.Table),
-		Key:                       t.keyAt(pks[0], id),
-		UpdateExpression:          e.Update(),
-		ConditionExpression:       e.Condition(),
-		ExpressionAttributeNames:  e.Names(),
-		ExpressionAttributeValues: e.Values(),
-		ReturnValues:              types.ReturnValueAllNew,
-	}, t.observe(&a))
-	t.reportAttempts(ctx, base, &a, err)
-	if err != nil {
-		return zero, t.requestErr("UpdateItem", pks[0], id, err)
-	}
-	return t.unmarshal(out.Attributes, o)
-}
-
-// settleAt is settle for the item id that Put writes at pk.
-func (t *Table[T]) settleAt(ctx context.Context, base, id, pk string) error {
-	h, err := t.l.recorded(ctx, t.c, base, t.l.historyTTL())
-	if err != nil {
+	pk, err := t.write(ctx, v, base, id, keys, op, func(ctx context.Context, opt func(*dynamodb.Options)) error {
+		out, err := t.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(t.l.Table),
+			Key:                       t.keyAt(keys[0], id),
+			UpdateExpression:          e.Update(),
+			ConditionExpression:       e.Condition(),
+			ExpressionAttributeNames:  e.Names(),
+			ExpressionAttributeValues: e.Values(),
+			ReturnValues:              types.ReturnValueAllNew,
+		}, opt)
+		if err == nil {
+			after = out.Attributes
+		}
 		return err
+	})
+	if err != nil {
+		return zero, err
 	}
-	pks, err := t.keysOf(base, id, h)
-	if err != nil || pks[0] != pk {
-		return err // a history newer than the Put's: settle nothing
+	if after == nil {
+		out, err := t.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(pk, id), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return zero, t.requestErr("GetItem", pk, id, err)
+		}
+		after = out.Item
+		delete(after, attrToken)
 	}
-	return t.settle(ctx, pks, id)
+	return t.unmarshal(after, o)
 }
 
-// settle makes sure that id, if it exists under any of pks, exists under
-// pks[0]: if pks[0] lacks it, the first copy found elsewhere is moved
-// there. Nothing is read when pks has one key.
-func (t *Table[T]) settle(ctx context.Context, pks []string, id string) error {
-	if len(pks) < 2 {
-		return nil
-	}
-	item, i, err := t.find(ctx, pks, id, true)
-	if err != nil || item == nil || i == 0 {
-		return err
-	}
-	_, err = t.l.move(ctx, t.c, item, pks[i], pks[0])
-	return err
-}
-
-// Delete deletes the item with id under base: at the physical key of
-// every shard count in the base's history (one DeleteItem per distinct
-// key), so that no older copy survives it. Deleting an absent item is not
-// an error (as in DynamoDB, and everywhere in dynashard) unless the
-// condition says so. With a condition and more than one key, Delete first
-// moves the item to the newest key (as Update does), applies the
-// condition there, and deletes the older keys only if it held.
+// Delete deletes the item with id under base. Deleting an absent item is
+// not an error (as in DynamoDB, and everywhere in dynashard) unless the
+// condition says so. While the base's history puts id at several keys, it
+// is a transaction as Put's is: the one copy of the item is deleted, and
+// the condition is tested on it.
 func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*Options)) error {
 	o, err := t.options(ctx, optFns)
 	if err != nil {
@@ -201,25 +211,59 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 	if err != nil {
 		return err
 	}
-	pks, err := t.candidates(ctx, base, id, c.expr != nil)
+	v, err := t.writeView(ctx, base)
 	if err != nil {
 		return err
 	}
-	if c.expr != nil {
-		if err := t.settle(ctx, pks, id); err != nil {
-			return err
-		}
+	keys, err := t.writeKeys(v, base, id)
+	if err != nil {
+		return err
 	}
-	for i, pk := range pks {
-		in := &dynamodb.DeleteItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(pk, id)}
-		if i == 0 {
-			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
+	_, err = t.write(ctx, v, base, id, keys, txOp{delete: true, cond: c}, func(ctx context.Context, opt func(*dynamodb.Options)) error {
+		in := &dynamodb.DeleteItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(keys[0], id)}
+		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
+		_, err := t.c.DeleteItem(ctx, in, opt)
+		return err
+	})
+	return err
+}
+
+// write sends one write of id under v: plain, at keys[0], when that is
+// the only key the history gives id; otherwise as a transaction (txWrite).
+// Either way it must be done by v's deadline. It returns the key written.
+func (t *Table[T]) write(ctx context.Context, v view, base, id string, keys []string, op txOp, plain func(context.Context, func(*dynamodb.Options)) error) (string, error) {
+	fctx, cancel := context.WithDeadline(ctx, v.deadline(t.l))
+	defer cancel()
+	var a attempts
+	pk, err := keys[0], error(nil)
+	if len(keys) == 1 {
+		if err = plain(fctx, t.observe(&a)); err != nil {
+			err = t.requestErr(opName(op), pk, id, err)
 		}
-		if _, err := t.c.DeleteItem(ctx, in); err != nil {
-			return t.requestErr("DeleteItem", pk, id, err)
-		}
+	} else {
+		pk, err = t.txWrite(fctx, base, id, keys, op, t.observe(&a))
 	}
-	return nil
+	t.reportAttempts(ctx, base, &a, err)
+	return pk, t.late(ctx, err)
+}
+
+func opName(op txOp) string {
+	switch {
+	case op.put != nil:
+		return "PutItem"
+	case op.update != nil:
+		return "UpdateItem"
+	}
+	return "DeleteItem"
+}
+
+// late marks an error of a request abandoned at its view's deadline
+// (while the caller's ctx was still live) as ErrTooLate.
+func (t *Table[T]) late(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (table %s, HistoryTTL %v): %w", ErrTooLate, t.l.Table, t.l.historyTTL(), err)
+	}
+	return err
 }
 
 // condition is Options.Condition as a request's expression fields, all nil
@@ -240,3 +284,5 @@ func (t *Table[T]) condition(base, id string, o Options) (condition, error) {
 	}
 	return condition{e.Condition(), e.Names(), e.Values()}, nil
 }
+
+func ptr[T any](v T) *T { return &v }

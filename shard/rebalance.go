@@ -2,7 +2,9 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,47 +14,71 @@ import (
 	"github.com/dynashard/dynashard/internal/errs"
 )
 
-// mover is the part of a client that moving an item needs.
-type mover interface {
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+// move moves item from physical key from to physical key to in one
+// transaction: a Put at to, if no item is there, and a Delete at from, if
+// the item there is still the one read (its token, which every
+// transactional write changes, is unchanged). It reports whether the item
+// moved; false means something wrote it since it was read (the caller
+// sweeps the key again) or to holds it already, which the single-copy invariant
+// excludes but a table written by an earlier version may hold: that copy
+// is the one reads returned first, and from is deleted.
+func (l Layout) move(ctx context.Context, c RebalanceClient, item map[string]types.AttributeValue, from, to string) (moveOutcome, error) {
+	put := maps.Clone(item)
+	put[l.PartitionKey] = &types.AttributeValueMemberS{Value: to}
+	delete(put, attrToken)
+	key := map[string]types.AttributeValue{l.PartitionKey: &types.AttributeValueMemberS{Value: from}, l.SortKey: item[l.SortKey]}
+	same := "attribute_exists(#pk) AND attribute_not_exists(#w)"
+	names := map[string]string{"#pk": l.PartitionKey, "#w": attrToken}
+	var values map[string]types.AttributeValue
+	if tok, ok := item[attrToken]; ok {
+		same, values = "#w = :w", map[string]types.AttributeValue{":w": tok}
+		names = map[string]string{"#w": attrToken}
+	}
+	table := aws.String(l.Table)
+	_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: table, Item: put, ConditionExpression: aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": l.PartitionKey}}},
+		{Delete: &types.Delete{TableName: table, Key: key, ConditionExpression: aws.String(same),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values}},
+	}})
+	if err == nil {
+		return moved, nil
+	}
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || len(tce.CancellationReasons) < 2 {
+		if isUnknownOperation(err) {
+			err = fmt.Errorf("%w: %w", ErrNoTransactions, err)
+		}
+		return raced, fmt.Errorf("shard: move: TransactWriteItems table %s key %q to %q: %w", l.Table, from, to, err)
+	}
+	if aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" &&
+		aws.ToString(tce.CancellationReasons[1].Code) != "ConditionalCheckFailed" {
+		_, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: table, Key: key, ConditionExpression: aws.String(same),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values})
+		if err == nil {
+			return dropped, nil
+		}
+		if !isCondFailed(err) {
+			return raced, fmt.Errorf("shard: move: DeleteItem table %s key %q: %w", l.Table, from, err)
+		}
+	}
+	return raced, nil
 }
 
-// move copies item from physical key from to physical key to, unless to
-// already holds an item with its key (which is then newer, or the copy of
-// an earlier, interrupted move: either way it wins), and then deletes it
-// at from. It reports whether it wrote the copy. Put first, delete second:
-// a crash in between leaves two copies, which reads tell apart (they keep
-// the one at the newest key) and a re-run finishes.
-func (l Layout) move(ctx context.Context, c mover, item map[string]types.AttributeValue, from, to string) (bool, error) {
-	put := make(map[string]types.AttributeValue, len(item))
-	for k, v := range item {
-		put[k] = v
-	}
-	put[l.PartitionKey] = &types.AttributeValueMemberS{Value: to}
-	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(l.Table), Item: put,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": l.PartitionKey},
-	})
-	wrote := err == nil
-	if err != nil && !isCondFailed(err) {
-		return false, fmt.Errorf("shard: move: PutItem table %s key %q: %w", l.Table, to, err)
-	}
-	key := map[string]types.AttributeValue{l.PartitionKey: &types.AttributeValueMemberS{Value: from}}
-	if l.SortKey != "" {
-		key[l.SortKey] = item[l.SortKey]
-	}
-	if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(l.Table), Key: key}); err != nil {
-		return wrote, fmt.Errorf("shard: move: DeleteItem table %s key %q: %w", l.Table, from, err)
-	}
-	return wrote, nil
-}
+// moveOutcome is what a move did.
+type moveOutcome int
+
+const (
+	moved   moveOutcome = iota // the item is at its new key, and only there
+	dropped                    // the new key held the item: the old copy is deleted
+	raced                      // a write came between the read and the move: read again
+)
 
 // RebalanceClient is the part of *dynamodb.Client that [Rebalance] uses.
 type RebalanceClient interface {
 	ReshardClient
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
@@ -131,12 +157,15 @@ func Rebalance(ctx context.Context, c RebalanceClient, l Layout, base string, op
 	if err != nil || !ok {
 		return RebalanceProgress{}, err
 	}
-	if _, err := l.accept(c, base, rec); err != nil {
+	if _, err := l.accept(base, rec, time.Now()); err != nil {
 		return RebalanceProgress{}, err
 	}
 	h := rec.shards
-	if len(h) == 1 {
+	switch {
+	case len(h) == 1:
 		return RebalanceProgress{Suffix: h[0], Suffixes: h[0]}, nil
+	case rec.pending:
+		return RebalanceProgress{}, fmt.Errorf("%w: shard: Rebalance base %q: count %d is pending in history %v; finish the Reshard first", ErrConflict, clip(base), h[len(h)-1], h)
 	}
 	if err := sleep(ctx, o.wait(l)); err != nil {
 		return RebalanceProgress{}, err
@@ -166,7 +195,7 @@ func (o RebalanceOptions) wait(l Layout) time.Duration {
 	if o.Wait != 0 {
 		return max(o.Wait, 0)
 	}
-	return 2 * l.historyTTL()
+	return l.fence()
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -207,12 +236,12 @@ func (l Layout) checkRebalance(ctx context.Context, c RebalanceClient) error {
 // retire replaces the history of rec with its newest count.
 func (l Layout) retire(ctx context.Context, c ReshardClient, base string, rec record) error {
 	newest := []int{rec.shards[len(rec.shards)-1]}
-	err := l.setHistory(ctx, c, base, rec.rev, newest)
+	err := l.setHistory(ctx, c, base, rec.rev, newest, false)
 	if isCondFailed(err) {
 		return fmt.Errorf("%w: shard: Rebalance base %q: the history changed during the sweep; run Rebalance again: %w", ErrConflict, clip(base), err)
 	}
 	if err == nil {
-		verified.add(c, l, base, newest)
+		views.forget(l, base)
 	}
 	return err
 }
@@ -228,8 +257,20 @@ type sweeper struct {
 	p      RebalanceProgress
 }
 
-// sweep moves the misplaced items of one suffix, page by page.
+// sweep moves the misplaced items of one suffix, page by page, and sweeps
+// it again while a write of an item came between its read and its move.
 func (sw *sweeper) sweep(ctx context.Context, suffix int) error {
+	for range txAttempts {
+		again, err := sw.pass(ctx, suffix)
+		if err != nil || !again {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: shard: Rebalance base %q suffix %d: its items kept changing; run Rebalance again", ErrConflict, clip(sw.base), suffix)
+}
+
+// pass is one sweep of a suffix; again reports an item that raced.
+func (sw *sweeper) pass(ctx context.Context, suffix int) (again bool, _ error) {
 	l := sw.l
 	from := l.Codec.Key(sw.base, suffix)
 	in := &dynamodb.QueryInput{
@@ -242,7 +283,7 @@ func (sw *sweeper) sweep(ctx context.Context, suffix int) error {
 	for {
 		out, err := sw.c.Query(ctx, in)
 		if err != nil {
-			return fmt.Errorf("shard: Rebalance: Query table %s key %q: %w", l.Table, from, err)
+			return false, fmt.Errorf("shard: Rebalance: Query table %s key %q: %w", l.Table, from, err)
 		}
 		for _, item := range out.Items {
 			sw.p.Scanned++
@@ -250,18 +291,21 @@ func (sw *sweeper) sweep(ctx context.Context, suffix int) error {
 			if !ok {
 				continue
 			}
-			wrote, err := l.move(ctx, sw.c, item, from, l.Codec.Key(sw.base, to))
+			did, err := l.move(ctx, sw.c, item, from, l.Codec.Key(sw.base, to))
 			if err != nil {
-				return err
+				return false, err
 			}
-			if wrote {
+			switch did {
+			case moved:
 				sw.p.Moved++
-			} else {
+			case dropped:
 				sw.p.Dropped++
+			case raced:
+				again = true
 			}
 		}
 		if out.LastEvaluatedKey == nil {
-			return nil
+			return again, nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}

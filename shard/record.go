@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,6 +32,8 @@ import (
 //	                     made with a conditional update on it (absent: 0)
 //	dynashard:created S  when the record was written, RFC 3339
 //	dynashard:changed S  when the history last changed, RFC 3339
+//	dynashard:pending BOOL true while the last count is announced but not
+//	                     yet written to (absent: false)
 const (
 	recordSuffix  = "#dynashard"
 	recordMarker  = "dynashard#layout"
@@ -41,6 +42,7 @@ const (
 	attrRev       = "dynashard:rev"
 	attrCreated   = "dynashard:created"
 	attrChanged   = "dynashard:changed"
+	attrPending   = "dynashard:pending"
 	recordVersion = "v1 "
 )
 
@@ -92,30 +94,32 @@ func (l Layout) Verify(ctx context.Context, c RecordReader, base string) error {
 // [Layout.HistoryTTL]; the caller may keep it but not change it. A nil ctx
 // or client is an error matching ErrInvalid.
 func (l Layout) Shards(ctx context.Context, c RecordReader, base string) ([]int, error) {
-	return l.history(ctx, c, base, l.historyTTL())
+	v, err := l.history(ctx, c, base, l.historyTTL())
+	return v.shards, err
 }
 
-// history is Shards with a bound on the cached entry's age; maxAge 0
-// reads the record.
-func (l Layout) history(ctx context.Context, c RecordReader, base string, maxAge time.Duration) ([]int, error) {
+// history is Shards returning the view, with a bound on the cached
+// entry's age; maxAge 0 reads the record.
+func (l Layout) history(ctx context.Context, c RecordReader, base string, maxAge time.Duration) (view, error) {
 	if ctx == nil || errs.IsNil(c) {
-		return nil, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
+		return view{}, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
 	}
 	if l.Unchecked {
-		return []int{l.N()}, nil
+		return view{shards: []int{l.N()}, at: time.Now()}, nil
 	}
-	if h, ok := verified.get(c, l, base, maxAge); ok {
-		return h, nil
+	if v, ok := views.get(l, base, maxAge); ok {
+		return v, nil
 	}
-	return verified.once(ctx, c, l, base, "verify", func() ([]int, error) {
+	return views.once(ctx, l, base, "verify", func() (view, error) {
+		at := time.Now()
 		rec, ok, err := l.readRecord(ctx, c, base)
 		if err != nil {
-			return nil, err
+			return view{}, err
 		}
 		if !ok {
-			return []int{l.N()}, nil
+			return view{shards: []int{l.N()}, at: at}, nil
 		}
-		return l.accept(c, base, rec)
+		return l.accept(base, rec, at)
 	})
 }
 
@@ -126,63 +130,67 @@ func (l Layout) history(ctx context.Context, c RecordReader, base string, maxAge
 // *LayoutError. A new base's history starts as [l.N()], so l's N is the
 // default for bases not yet written; a base written before keeps its own
 // history (see [Layout.Reshard]). It costs one consistent GetItem per base
-// and client per [Layout.HistoryTTL], plus one PutItem the first time a
+// and process per [Layout.HistoryTTL], plus one PutItem the first time a
 // base is written. An Unchecked layout sends nothing.
 func (l Layout) Record(ctx context.Context, c RecordClient, base string) error {
 	_, err := l.recorded(ctx, c, base, l.historyTTL())
 	return err
 }
 
-// recorded is Record returning the base's history.
-func (l Layout) recorded(ctx context.Context, c RecordClient, base string, maxAge time.Duration) ([]int, error) {
+// recorded is Record returning the base's view.
+func (l Layout) recorded(ctx context.Context, c RecordClient, base string, maxAge time.Duration) (view, error) {
 	if ctx == nil || errs.IsNil(c) {
-		return nil, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
+		return view{}, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
 	}
 	if l.Unchecked {
-		return []int{l.N()}, nil
+		return view{shards: []int{l.N()}, at: time.Now()}, nil
 	}
-	if h, ok := verified.get(c, l, base, maxAge); ok {
-		return h, nil
+	if v, ok := views.get(l, base, maxAge); ok {
+		return v, nil
 	}
-	return verified.once(ctx, c, l, base, "record", func() ([]int, error) { return l.record(ctx, c, base) })
+	return views.once(ctx, l, base, "record", func() (view, error) { return l.record(ctx, c, base) })
 }
 
-func (l Layout) record(ctx context.Context, c RecordClient, base string) ([]int, error) {
+func (l Layout) record(ctx context.Context, c RecordClient, base string) (view, error) {
 	for range 2 {
+		at := time.Now()
 		rec, ok, err := l.readRecord(ctx, c, base)
 		if err != nil {
-			return nil, err
+			return view{}, err
 		}
 		if ok {
-			return l.accept(c, base, rec)
+			return l.accept(base, rec, at)
 		}
 		err = l.writeRecord(ctx, c, base)
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
 			if err != nil {
-				return nil, err
+				return view{}, err
 			}
-			h := []int{l.N()}
-			verified.add(c, l, base, h)
-			return h, nil
+			v := view{shards: []int{l.N()}, rev: 1, at: at}
+			views.add(l, base, v)
+			return v, nil
 		}
 		// Another writer recorded the base first: compare with its record.
 	}
-	return nil, fmt.Errorf("shard: table %s base %q: layout record kept changing", l.Table, clip(base))
+	return view{}, fmt.Errorf("shard: table %s base %q: layout record kept changing", l.Table, clip(base))
 }
 
 type record struct {
-	shape  string
-	shards []int
-	rev    int
+	shape   string
+	shards  []int
+	pending bool
+	rev     int
 }
 
-func (l Layout) accept(c RecordReader, base string, rec record) ([]int, error) {
+// accept checks rec against l and caches its view, read at at.
+func (l Layout) accept(base string, rec record, at time.Time) (view, error) {
 	if rec.shape != l.shape() {
-		return nil, &LayoutError{Base: base, Want: l.String(), Stored: rec.String(l.Table)}
+		return view{}, &LayoutError{Base: base, Want: l.String(), Stored: rec.String(l.Table)}
 	}
-	verified.add(c, l, base, rec.shards)
-	return rec.shards, nil
+	v := view{shards: rec.shards, pending: rec.pending, rev: rec.rev, at: at}
+	views.add(l, base, v)
+	return v, nil
 }
 
 func (r record) String(table string) string {
@@ -220,8 +228,8 @@ func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (re
 	}
 	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(l.Table), Key: key, ConsistentRead: aws.Bool(true),
-		ProjectionExpression:     aws.String("#l, #s, #r"),
-		ExpressionAttributeNames: map[string]string{"#l": attrLayout, "#s": attrShards, "#r": attrRev},
+		ProjectionExpression:     aws.String("#l, #s, #r, #p"),
+		ExpressionAttributeNames: map[string]string{"#l": attrLayout, "#s": attrShards, "#r": attrRev, "#p": attrPending},
 	})
 	if err != nil {
 		return record{}, false, fmt.Errorf("shard: read layout record of table %s base %q: %w", l.Table, clip(base), err)
@@ -236,27 +244,31 @@ func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (re
 	return rec, true, nil
 }
 
-// errBadRecord wraps a record item that is not one dynashard wrote.
-var errBadRecord = errors.New("malformed layout record")
-
+// parseRecord reads a record item, checking every bound a writer relies
+// on: a history of 1..MaxHistory counts, each in 1..MaxN and none twice,
+// and a revision below maxRev, so that a record written by other code
+// can cost neither a request per count nor a revision that wraps.
 func parseRecord(item map[string]types.AttributeValue) (record, error) {
+	bad := func(format string, a ...any) (record, error) {
+		return record{}, fmt.Errorf("%w: "+format, append([]any{ErrMalformedRecord}, a...)...)
+	}
 	shape, ok := item[attrLayout].(*types.AttributeValueMemberS)
 	if !ok || len(shape.Value) < len(recordVersion) || shape.Value[:len(recordVersion)] != recordVersion {
-		return record{}, fmt.Errorf("%w: %s is not a %q string", errBadRecord, attrLayout, recordVersion)
+		return bad("%s is not a %q string", attrLayout, recordVersion)
 	}
 	list, ok := item[attrShards].(*types.AttributeValueMemberL)
-	if !ok || len(list.Value) == 0 {
-		return record{}, fmt.Errorf("%w: %s is not a non-empty list", errBadRecord, attrShards)
+	if !ok || len(list.Value) == 0 || len(list.Value) > MaxHistory {
+		return bad("%s is not a list of 1..%d counts", attrShards, MaxHistory)
 	}
 	rec := record{shape: shape.Value[len(recordVersion):]}
 	for _, v := range list.Value {
 		num, ok := v.(*types.AttributeValueMemberN)
 		if !ok {
-			return record{}, fmt.Errorf("%w: %s holds a %T", errBadRecord, attrShards, v)
+			return bad("%s holds a %T", attrShards, v)
 		}
 		n, err := strconv.Atoi(num.Value)
-		if err != nil || CheckN(n) != nil {
-			return record{}, fmt.Errorf("%w: %s holds %q", errBadRecord, attrShards, num.Value)
+		if err != nil || CheckN(n) != nil || slices.Contains(rec.shards, n) {
+			return bad("%s holds %q", attrShards, clip(num.Value))
 		}
 		rec.shards = append(rec.shards, n)
 	}
@@ -266,13 +278,23 @@ func parseRecord(item map[string]types.AttributeValue) (record, error) {
 		if ok {
 			rev, err = strconv.Atoi(num.Value)
 		}
-		if !ok || err != nil || rev < 0 {
-			return record{}, fmt.Errorf("%w: %s is not a revision number", errBadRecord, attrRev)
+		if !ok || err != nil || rev < 0 || rev >= maxRev {
+			return bad("%s is not a revision below %d", attrRev, maxRev)
 		}
 		rec.rev = rev
 	}
+	if v, ok := item[attrPending]; ok {
+		b, ok := v.(*types.AttributeValueMemberBOOL)
+		if !ok || b.Value && len(rec.shards) < 2 {
+			return bad("%s is not a boolean after two counts or more", attrPending)
+		}
+		rec.pending = b.Value
+	}
 	return rec, nil
 }
+
+// maxRev bounds a record's revision, far below where an int64 wraps.
+const maxRev = 1 << 53
 
 func (l Layout) writeRecord(ctx context.Context, c RecordClient, base string) error {
 	return l.writeRecordN(ctx, c, base, l.N())
@@ -310,160 +332,6 @@ func shardList(h []int) *types.AttributeValueMemberL {
 		l.Value[i] = &types.AttributeValueMemberN{Value: strconv.Itoa(n)}
 	}
 	return l
-}
-
-// verifiedCache remembers, per (client, table, base, layout without N),
-// the shard-count history of a record that matched, with when it was read.
-// An entry is used while younger than the caller's bound (the Layout's
-// HistoryTTL), which is what bounds how stale a process's view of another
-// process's Reshard can be. Concurrent first checks of one key share one
-// check (and its requests). A client whose dynamic type is not comparable
-// cannot be a map key and is neither cached nor shared. The cache holds at
-// most maxVerified entries and starts over when full.
-type verifiedCache struct {
-	mu       sync.Mutex
-	m        map[verifiedKey]cached
-	inflight map[inflightKey]*flight
-}
-
-type cached struct {
-	shards []int
-	at     time.Time
-}
-
-type inflightKey struct {
-	verifiedKey
-	op string
-}
-
-// flight is one check in progress; done is closed when err is set.
-type flight struct {
-	done   chan struct{}
-	shards []int
-	err    error
-}
-
-type verifiedKey struct {
-	client      RecordReader
-	table, base string
-	shape       shapeID
-}
-
-// shapeID identifies a layout's shape as Layout.shape writes it, built
-// without allocating: every Put, Update, Get and Delete looks up the cache,
-// and formatting a layout there allocated on every call (Layout.String, the
-// key before, made 12 allocations per Put, about 1.3 µs). A user's
-// Strategy counts by its dynamic type, as strategyKind names it.
-type shapeID struct {
-	pk, sk   string
-	sortType types.ScalarAttributeType
-	sep      string
-	strategy reflect.Type
-}
-
-func (l Layout) shapeID() shapeID {
-	id := shapeID{pk: l.PartitionKey, sep: l.Codec.sep(), strategy: reflect.TypeOf(l.Strategy)}
-	if l.SortKey != "" {
-		id.sk, id.sortType = l.SortKey, l.sortType()
-	}
-	return id
-}
-
-const maxVerified = 1 << 16
-
-var verified = &verifiedCache{m: map[verifiedKey]cached{}, inflight: map[inflightKey]*flight{}}
-
-// once runs check, or waits for the same check already running for the
-// key and shares its result. A waiter's own ctx bounds its wait; a
-// shared result that is the running caller's cancellation is not taken:
-// the waiter then checks for itself.
-func (v *verifiedCache) once(ctx context.Context, c RecordReader, l Layout, base, op string, check func() ([]int, error)) ([]int, error) {
-	k, ok := v.key(c, l, base)
-	if !ok {
-		return check()
-	}
-	ik := inflightKey{k, op}
-	for {
-		v.mu.Lock()
-		f, running := v.inflight[ik]
-		if !running {
-			f = &flight{done: make(chan struct{}), err: errCheckAbandoned}
-			v.inflight[ik] = f
-			v.mu.Unlock()
-			return v.lead(ik, f, check)
-		}
-		v.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-f.done:
-		}
-		if !errors.Is(f.err, context.Canceled) && !errors.Is(f.err, context.DeadlineExceeded) && f.err != errCheckAbandoned {
-			return f.shards, f.err
-		}
-	}
-}
-
-// errCheckAbandoned is a flight's result until its check returns, so that
-// waiters of a check that panicked check for themselves.
-var errCheckAbandoned = errors.New("shard: layout check abandoned")
-
-func (v *verifiedCache) lead(ik inflightKey, f *flight, check func() ([]int, error)) ([]int, error) {
-	defer func() {
-		v.mu.Lock()
-		delete(v.inflight, ik)
-		v.mu.Unlock()
-		close(f.done)
-	}()
-	f.shards, f.err = check()
-	return f.shards, f.err
-}
-
-func (v *verifiedCache) key(c RecordReader, l Layout, base string) (verifiedKey, bool) {
-	if c == nil || !reflect.TypeOf(c).Comparable() {
-		return verifiedKey{}, false
-	}
-	return verifiedKey{client: c, table: l.Table, base: base, shape: l.shapeID()}, true
-}
-
-// get returns the cached history of base if it is younger than maxAge.
-func (v *verifiedCache) get(c RecordReader, l Layout, base string, maxAge time.Duration) ([]int, bool) {
-	k, ok := v.key(c, l, base)
-	if !ok || maxAge <= 0 {
-		return nil, false
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	e, hit := v.m[k]
-	if !hit || time.Since(e.at) >= maxAge {
-		return nil, false
-	}
-	return e.shards, true
-}
-
-// newest returns the cached history of base whatever its age.
-func (v *verifiedCache) newest(c RecordReader, l Layout, base string) ([]int, bool) {
-	k, ok := v.key(c, l, base)
-	if !ok {
-		return nil, false
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	e, hit := v.m[k]
-	return e.shards, hit
-}
-
-func (v *verifiedCache) add(c RecordReader, l Layout, base string, shards []int) {
-	k, ok := v.key(c, l, base)
-	if !ok {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.m) >= maxVerified {
-		clear(v.m)
-	}
-	v.m[k] = cached{shards: shards, at: time.Now()}
 }
 
 // IsRecord reports whether item is a layout record rather than data: a

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
 )
 
@@ -21,6 +20,7 @@ import (
 type ReshardClient interface {
 	RecordClient
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 }
 
 var _ ReshardClient = (*dynamodb.Client)(nil)
@@ -65,75 +65,148 @@ func withN(s Strategy, n int) (Strategy, error) {
 // suffixes are 1..N for every N, so their union is 1..max(h).
 func span(h []int) int { return slices.Max(h) }
 
-// Reshard makes n the shard count that writers of base use from now on,
-// and returns the base's new history: n is appended to the history in the
-// base's record, with a conditional update on the record's revision, so
-// that concurrent Reshards and first writers agree (a Reshard that loses
-// the race reads the record again and tries once more; if the history
-// already ends with n, nothing is written). A base without a record gets
-// one with the history [n]: this is how a base is planned before its first
-// write. This process's writers and readers use the new history at once;
-// other processes within their [Layout.HistoryTTL].
+// Reshard makes n the shard count that writers of base use, and returns
+// the base's new history. It is done in two steps (see "Resharding" in
+// the package doc): n is appended to the history in the base's record as
+// pending, with a conditional update on the record's revision so that
+// concurrent Reshards and first writers agree; from then on every process
+// that reads the record reads n's suffixes too, and writes items whose
+// keys differ between the counts with transactions. After the fence
+// (twice the layout's HistoryTTL, at least HistoryTTL + 1 s), when no
+// process can still act on the history without n, n becomes the count
+// writers use. Reshard waits for that (honouring ctx); if it is
+// interrupted, the next Reshard to n, or any writer of the base once the
+// fence has passed, finishes it. A base without a record gets one with
+// the history [n] at once: this is how a base is planned before its first
+// write. If the history already ends with n, nothing is written.
 //
 // Items already written stay where they are, and every entry point finds
 // them: reads cover the suffixes of every N in the history, and a Get
-// tries the newest N's suffix first, then the older ones'. With Hash and
+// reads every key the history gives the id. [Rebalance] moves them to the
+// newest count's keys and shrinks the history back to [n]. With Hash and
 // CodePointProduct, multiplying N by k leaves 1/k of a base's items on the
-// suffix the new N gives them (suffix-1 is the id's hash mod N), so
-// doubling makes the fewest extra Get requests: 1.5 on average for an item
-// written before the change, 1 for one written after. [Rebalance] moves
-// the rest and shrinks the history back to [n].
+// suffix the new N gives them (suffix-1 is the id's hash mod N), and an
+// item whose keys coincide under every count is read and written as if
+// the base had one count.
 //
 // It returns an error matching ErrInvalid, before any request, for an
 // invalid or Unchecked layout, an n outside 1..MaxN, or a Strategy that is
-// not Resizable; and one matching ErrConflict if n is already in the
-// history but not its last (a count may come back only after a Rebalance),
-// if the history has MaxHistory counts, or if the record kept changing.
+// not Resizable; ErrNoTransactions, before changing anything, on a server
+// without transactions; and one matching ErrConflict if n is already in
+// the history but not its last (a count may come back only after a
+// Rebalance), if the history has MaxHistory counts, or if the record kept
+// changing.
 func (l Layout) Reshard(ctx context.Context, c ReshardClient, base string, n int) ([]int, error) {
-	if err := l.checkReshard(ctx, c, n); err != nil {
+	v, err := l.reshard(ctx, c, base, n)
+	if err != nil || !v.pending {
+		return v.shards, err
+	}
+	if err := sleep(ctx, l.fence()); err != nil {
 		return nil, err
 	}
+	v, err = l.activate(ctx, c, base, v)
+	return v.shards, err
+}
+
+// reshard announces n as base's pending count and returns the view it
+// wrote (or the record's, if it needs no change).
+func (l Layout) reshard(ctx context.Context, c ReshardClient, base string, n int) (view, error) {
+	if err := l.checkReshard(ctx, c, n); err != nil {
+		return view{}, err
+	}
 	if _, err := l.recordKey(base); err != nil {
-		return nil, fmt.Errorf("%w: Reshard: %w", ErrInvalid, err)
+		return view{}, fmt.Errorf("%w: Reshard: %w", ErrInvalid, err)
+	}
+	if err := l.probeTransactions(ctx, c, base); err != nil {
+		return view{}, err
 	}
 	for range 4 {
+		at := time.Now()
 		rec, ok, err := l.readRecord(ctx, c, base)
 		if err != nil {
-			return nil, err
+			return view{}, err
 		}
 		if !ok {
 			if err = l.writeRecordN(ctx, c, base, n); err == nil {
-				verified.add(c, l, base, []int{n})
-				return []int{n}, nil
+				v := view{shards: []int{n}, rev: 1, at: at}
+				views.add(l, base, v)
+				return v, nil
 			}
 			if isCondFailed(err) {
 				continue
 			}
-			return nil, err
+			return view{}, err
 		}
-		if _, err := l.accept(c, base, rec); err != nil {
-			return nil, err
+		cur, err := l.accept(base, rec, at)
+		if err != nil {
+			return view{}, err
 		}
 		h := rec.shards
 		switch {
 		case h[len(h)-1] == n:
-			return h, nil
+			return cur, nil
+		case rec.pending: // another Reshard's count first
+			if err := sleep(ctx, l.fence()-time.Since(views.seen(l, base, cur))); err != nil {
+				return view{}, err
+			}
+			if _, err := l.activate(ctx, c, base, cur); err != nil {
+				return view{}, err
+			}
+			continue
 		case slices.Contains(h, n):
-			return nil, fmt.Errorf("%w: shard: Reshard base %q to %d: history %v already holds it; Rebalance first", ErrConflict, clip(base), n, h)
+			return view{}, fmt.Errorf("%w: shard: Reshard base %q to %d: history %v already holds it; Rebalance first", ErrConflict, clip(base), n, h)
 		case len(h) >= MaxHistory:
-			return nil, fmt.Errorf("%w: shard: Reshard base %q: history %v is full (%d counts); Rebalance first", ErrConflict, clip(base), h, MaxHistory)
+			return view{}, fmt.Errorf("%w: shard: Reshard base %q: history %v is full (%d counts); Rebalance first", ErrConflict, clip(base), h, MaxHistory)
 		}
-		next := append(slices.Clone(h), n)
-		err = l.setHistory(ctx, c, base, rec.rev, next)
+		next := view{shards: append(slices.Clone(h), n), pending: true, rev: rec.rev + 1, at: time.Now()}
+		err = l.setHistory(ctx, c, base, rec.rev, next.shards, true)
 		if err == nil {
-			verified.add(c, l, base, next)
+			views.add(l, base, next)
 			return next, nil
 		}
 		if !isCondFailed(err) {
-			return nil, err
+			return view{}, err
 		}
 	}
-	return nil, fmt.Errorf("%w: shard: Reshard base %q: the record kept changing", ErrConflict, clip(base))
+	return view{}, fmt.Errorf("%w: shard: Reshard base %q: the record kept changing", ErrConflict, clip(base))
+}
+
+// activate makes v's pending count the writers' (if the record is still
+// at v's revision) and returns the record's view after.
+func (l Layout) activate(ctx context.Context, c ReshardClient, base string, v view) (view, error) {
+	err := l.setHistory(ctx, c, base, v.rev, v.shards, false)
+	if err != nil && !isCondFailed(err) {
+		return view{}, err
+	}
+	views.forget(l, base)
+	return l.history(ctx, c, base, 0)
+}
+
+// activateDue activates v's pending count if this process saw it pending
+// at least the fence ago: every process that could act on the history
+// before it is done by then.
+func (l Layout) activateDue(ctx context.Context, c ReshardClient, base string, v view) (view, error) {
+	if !v.pending || time.Since(views.seen(l, base, v)) < l.fence() {
+		return v, nil
+	}
+	return l.activate(ctx, c, base, v)
+}
+
+// probeTransactions fails with ErrNoTransactions if the server answers a
+// TransactGetItems of base's record with an unknown operation.
+func (l Layout) probeTransactions(ctx context.Context, c ReshardClient, base string) error {
+	key, err := l.recordKey(base)
+	if err != nil {
+		return err
+	}
+	_, err = c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+		{Get: &types.Get{TableName: aws.String(l.Table), Key: key, ProjectionExpression: aws.String("#r"),
+			ExpressionAttributeNames: map[string]string{"#r": attrRev}}},
+	}})
+	if isUnknownOperation(err) {
+		return fmt.Errorf("shard: Reshard table %s base %q: %w: %w", l.Table, clip(base), ErrNoTransactions, err)
+	}
+	return nil // any other error shows up in the record read that follows
 }
 
 func (l Layout) checkReshard(ctx context.Context, c ReshardClient, n int) error {
@@ -159,7 +232,7 @@ func isCondFailed(err error) bool {
 }
 
 // setHistory replaces the record's history if its revision is still rev.
-func (l Layout) setHistory(ctx context.Context, c ReshardClient, base string, rev int, h []int) error {
+func (l Layout) setHistory(ctx context.Context, c ReshardClient, base string, rev int, h []int, pending bool) error {
 	key, err := l.recordKey(base)
 	if err != nil {
 		return err
@@ -172,6 +245,7 @@ func (l Layout) setHistory(ctx context.Context, c ReshardClient, base string, re
 		":h":    shardList(h),
 		":next": &types.AttributeValueMemberN{Value: strconv.Itoa(rev + 1)},
 		":now":  &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339)},
+		":p":    &types.AttributeValueMemberBOOL{Value: pending},
 	}
 	if rev != 0 {
 		values[":rev"] = &types.AttributeValueMemberN{Value: strconv.Itoa(rev)}
@@ -179,9 +253,9 @@ func (l Layout) setHistory(ctx context.Context, c ReshardClient, base string, re
 	_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(l.Table),
 		Key:                       key,
-		UpdateExpression:          aws.String("SET #s = :h, #r = :next, #c = :now"),
+		UpdateExpression:          aws.String("SET #s = :h, #r = :next, #c = :now, #p = :p"),
 		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#s": attrShards, "#r": attrRev, "#c": attrChanged, "#l": attrLayout},
+		ExpressionAttributeNames:  map[string]string{"#s": attrShards, "#r": attrRev, "#c": attrChanged, "#l": attrLayout, "#p": attrPending},
 		ExpressionAttributeValues: values,
 	})
 	if err != nil && !isCondFailed(err) {
@@ -200,68 +274,37 @@ func (t *Table[T]) Shards(ctx context.Context, base string) ([]int, error) {
 	return t.l.Shards(ctx, t.c, base)
 }
 
-// writeStrategy returns the strategy at base's newest N, writing the
-// base's record first if it has none.
-func (t *Table[T]) writeStrategy(ctx context.Context, base string) (Strategy, error) {
-	h, err := t.l.recorded(ctx, t.c, base, t.l.historyTTL())
-	if err != nil {
-		return nil, err
+// writeView returns the view a write of base acts under: the base's
+// record is written if it has none, and a pending count whose fence has
+// passed becomes the writers'.
+func (t *Table[T]) writeView(ctx context.Context, base string) (view, error) {
+	v, err := t.l.recorded(ctx, t.c, base, t.l.historyTTL())
+	if err != nil || !v.pending {
+		return v, err
 	}
-	return withN(t.l.Strategy, h[len(h)-1])
+	return t.l.activateDue(ctx, t.c, base, v)
 }
 
-// candidates returns the physical keys that may hold (base, id), newest
-// N's first, each once; consistent reads the record instead of a cached
-// history.
-func (t *Table[T]) candidates(ctx context.Context, base, id string, consistent bool) ([]string, error) {
+// readView returns the view a read of base acts under; consistent reads
+// the record instead of a cached view.
+func (t *Table[T]) readView(ctx context.Context, base string, consistent bool) (view, error) {
 	ttl := t.l.historyTTL()
 	if consistent {
 		ttl = 0
 	}
-	h, err := t.l.history(ctx, t.c, base, ttl)
-	if err != nil {
-		return nil, err
-	}
-	return t.keysOf(base, id, h)
+	return t.l.history(ctx, t.c, base, ttl)
 }
 
-func (t *Table[T]) keysOf(base, id string, h []int) ([]string, error) {
-	keys := make([]string, 0, len(h))
-	for i := len(h) - 1; i >= 0; i-- {
-		s, err := withN(t.l.Strategy, h[i])
+// writeKeys returns the distinct physical keys v gives (base, id), the
+// writers' first.
+func (t *Table[T]) writeKeys(v view, base, id string) ([]string, error) {
+	if !calculated(t.l.Strategy) { // an item is wherever its Put lands
+		s, err := withN(t.l.Strategy, v.writeN())
 		if err != nil {
 			return nil, err
 		}
 		pk, err := t.physical(base, id, s)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(keys, pk) {
-			keys = append(keys, pk)
-		}
+		return []string{pk}, err
 	}
-	return keys, nil
-}
-
-// marshalFor is marshal at base's newest N: it validates item first (with
-// the layout's own N, before any request), then reads or writes the
-// base's record.
-func (t *Table[T]) marshalFor(ctx context.Context, base string, item T, o Options) (map[string]types.AttributeValue, string, error) {
-	av, id, err := t.marshal(base, item, o, t.l.Strategy)
-	if err != nil {
-		return nil, "", err
-	}
-	s, err := t.writeStrategy(ctx, base)
-	if err != nil || s.N() == t.l.N() {
-		return av, id, err
-	}
-	pk, err := t.physical(base, id, s)
-	if err != nil {
-		return nil, "", err
-	}
-	av[t.l.PartitionKey] = &types.AttributeValueMemberS{Value: pk}
-	if _, err := ddbsize.CheckItem(av); err != nil { // the suffix may be longer
-		return nil, "", t.itemErr(base, id, err)
-	}
-	return av, id, nil
+	return v.keysOf(t.l, base, id, func(s Strategy) (string, error) { return t.physical(base, id, s) })
 }

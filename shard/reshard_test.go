@@ -37,7 +37,7 @@ func (fixedStrategy) Pick(string) int { return 1 }
 // TestReshardErrors: bad input fails with ErrInvalid before any request;
 // a count already in the history but not its last, with ErrConflict.
 func TestReshardErrors(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c, sent := countingClient(s)
 		name := s.Table(t, "pk:S", "sk:S")
@@ -87,7 +87,7 @@ func TestReshardErrors(t *testing.T) {
 // TestReshardRace: Reshards racing from separate clients all succeed and
 // agree: the history holds each count once, in the order they won.
 func TestReshardRace(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		name := s.Table(t, "pk:S", "sk:S")
 		l := layoutOf(name, shard.Hash(4))
@@ -122,12 +122,12 @@ func TestReshardRace(t *testing.T) {
 	})
 }
 
-// TestReshardWrites: after a Reshard, Put writes at the newest count's key
-// and leaves an older copy; Get returns the newest; Update moves an item
-// still at its older key before updating it; Delete removes every copy;
-// a conditional Put and Delete test the item where it stands.
+// TestReshardWrites: after a Reshard, every write applies where the item
+// is (one copy, never a second); Get returns it; Update updates an item
+// still at its older key in place; Delete removes it; a conditional Put
+// and Delete test the item where it stands.
 func TestReshardWrites(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c := s.Client()
 		name := s.Table(t, "pk:S", "sk:S")
@@ -142,12 +142,15 @@ func TestReshardWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		at := func(id string, n int) string { return fmt.Sprintf("day.%d", shard.Hash(n).Pick(id)) }
-		// Put: a second copy at the new key; Get returns it.
+		// Put: in place at the old key, no second copy; Get returns it.
 		if err := tbl.Put(ctx, "day", Order{ID: a, Amount: 2}); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := tbl.Get(ctx, "day", a); err != nil || got.Amount != 2 {
 			t.Errorf("Get after Put: %+v, %v, want amount 2", got, err)
+		}
+		if rawGet(t, c, name, at(a, 4), a) == nil || rawGet(t, c, name, at(a, 8), a) != nil {
+			t.Errorf("Put of %s did not write in place at %s", a, at(a, 4))
 		}
 		// Delete: every copy.
 		if err := tbl.Delete(ctx, "day", a); err != nil {
@@ -158,13 +161,13 @@ func TestReshardWrites(t *testing.T) {
 				t.Errorf("Delete left %s at %s", a, at(a, n))
 			}
 		}
-		// Update: moved, then updated, old fields kept.
+		// Update: in place, old fields kept.
 		got, err := tbl.Update(ctx, "day", b, expression.Set(expression.Name("amount"), expression.Value(5)))
 		if err != nil || got.Amount != 5 || got.Note != "old" {
 			t.Errorf("Update: %+v, %v, want amount 5 and note old", got, err)
 		}
-		if rawGet(t, c, name, at(b, 4), b) != nil || rawGet(t, c, name, at(b, 8), b) == nil {
-			t.Errorf("Update did not move %s from %s to %s", b, at(b, 4), at(b, 8))
+		if rawGet(t, c, name, at(b, 4), b) == nil || rawGet(t, c, name, at(b, 8), b) != nil {
+			t.Errorf("Update of %s did not apply in place at %s", b, at(b, 4))
 		}
 		// A conditional Put tests the item as it stands (at the old key).
 		cond := func(o *shard.Options) { o.Condition = expression.Name("note").Equal(expression.Value("old")) }
@@ -187,7 +190,7 @@ func TestReshardWrites(t *testing.T) {
 
 // TestReshardLoad: Load writes each base at its own newest count.
 func TestReshardLoad(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		name := s.Table(t, "pk:S", "sk:S")
 		tbl := newOrders(t, s.Client(), name, shard.Hash(4))

@@ -21,6 +21,8 @@ type Client interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 }
 
 var _ Client = (*dynamodb.Client)(nil)
@@ -173,8 +175,8 @@ func (t *Table[T]) Key(base, id string) (string, error) {
 		return "", fmt.Errorf("%w: table %s uses %v", ErrNotCalculated, t.l.Table, t.l.Strategy)
 	}
 	s := t.l.Strategy
-	if h, ok := verified.newest(t.c, t.l, base); ok && !t.l.Unchecked {
-		ns, err := withN(s, h[len(h)-1])
+	if v, ok := views.newest(t.l, base); ok && !t.l.Unchecked {
+		ns, err := withN(s, v.writeN())
 		if err != nil {
 			return "", t.itemErr(base, id, err)
 		}

@@ -229,3 +229,17 @@ func (s *Server) NewTable(ctx context.Context, in *dynamodb.CreateTableInput) (s
 	}
 	return *cp.TableName, nil
 }
+
+// Transactions reports whether the server supports DynamoDB transactions
+// (dynalite does not), which writes during a reshard need.
+func (s *Server) Transactions() bool { return s.Kind != localddb.Dynalite }
+
+// EachTx is Each on the selected servers that support transactions.
+func EachTx(t *testing.T, fn func(t *testing.T, s *Server)) {
+	Each(t, func(t *testing.T, s *Server) {
+		if !s.Transactions() {
+			t.Skipf("%s has no transactions: resharding refuses it (shard.ErrNoTransactions, tested on its own)", s.Kind)
+		}
+		fn(t, s)
+	})
+}

@@ -1,0 +1,243 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// view is what this process knows of a base's record: the shard-count
+// history and whether its last count is still pending (see "Resharding"
+// in the package doc), read at a known time. A view is used for at most
+// the layout's HistoryTTL after it was read, and every request made
+// under it must be done by its deadline.
+type view struct {
+	shards  []int // oldest first; the last is pending if pending is set
+	pending bool
+	rev     int
+	at      time.Time // when the record was read
+}
+
+// writeN is the count writers use: the newest one that is not pending.
+func (v view) writeN() int {
+	if v.pending {
+		return v.shards[len(v.shards)-2]
+	}
+	return v.shards[len(v.shards)-1]
+}
+
+// deadline is when every request made under v must be done: a Reshard
+// waits this long after the record changes before anyone writes under
+// the next count, so no request of a process that did not see the change
+// can land after that.
+func (v view) deadline(l Layout) time.Time { return v.at.Add(l.fence()) }
+
+// fence is how long a change of the record takes to reach every request
+// in flight: a view is trusted for HistoryTTL, and a request made under it
+// may take as long again (at least maxFlightFloor) before it is abandoned.
+func (l Layout) fence() time.Duration {
+	ttl := l.historyTTL()
+	return ttl + max(ttl, maxFlightFloor)
+}
+
+// maxFlightFloor is the least time a request is given to complete, so
+// that a Layout that caches nothing (HistoryTTL < 0) still lets requests
+// run.
+const maxFlightFloor = time.Second
+
+// viewCache holds, per process, the view of each (table, base, layout
+// shape) that matched its record, so that one process sees its own
+// Reshard at once whatever client it uses. Concurrent first checks of one
+// key share one check (and its requests). It holds at most maxViews
+// entries and starts over when full.
+type viewCache struct {
+	mu       sync.Mutex
+	m        map[viewKey]cached
+	inflight map[inflightKey]*flight
+}
+
+type cached struct {
+	v view
+	// seen is when this process first saw a pending record of this
+	// revision: a pending count becomes the writers' once fence() has
+	// passed since (see activateDue).
+	seen time.Time
+}
+
+type inflightKey struct {
+	viewKey
+	op string
+}
+
+// flight is one check in progress; done is closed when err is set.
+type flight struct {
+	done chan struct{}
+	v    view
+	err  error
+}
+
+type viewKey struct {
+	table, base string
+	shape       shapeID
+}
+
+// shapeID identifies a layout's shape as Layout.shape writes it, built
+// without allocating: every Put, Update, Get and Delete looks the cache
+// up. A user's Strategy counts by its dynamic type.
+type shapeID struct {
+	pk, sk   string
+	sortType types.ScalarAttributeType
+	sep      string
+	strategy reflect.Type
+}
+
+func (l Layout) shapeID() shapeID {
+	id := shapeID{pk: l.PartitionKey, sep: l.Codec.sep(), strategy: reflect.TypeOf(l.Strategy)}
+	if l.SortKey != "" {
+		id.sk, id.sortType = l.SortKey, l.sortType()
+	}
+	return id
+}
+
+const maxViews = 1 << 16
+
+var views = &viewCache{m: map[viewKey]cached{}, inflight: map[inflightKey]*flight{}}
+
+func viewKeyOf(l Layout, base string) viewKey {
+	return viewKey{table: l.Table, base: base, shape: l.shapeID()}
+}
+
+// once runs check, or waits for the same check already running for the
+// key and shares its result. A waiter's own ctx bounds its wait; a shared
+// result that is the running caller's cancellation is not taken: the
+// waiter then checks for itself.
+func (c *viewCache) once(ctx context.Context, l Layout, base, op string, check func() (view, error)) (view, error) {
+	ik := inflightKey{viewKeyOf(l, base), op}
+	for {
+		c.mu.Lock()
+		f, running := c.inflight[ik]
+		if !running {
+			f = &flight{done: make(chan struct{}), err: errCheckAbandoned}
+			c.inflight[ik] = f
+			c.mu.Unlock()
+			return c.lead(ik, f, check)
+		}
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return view{}, ctx.Err()
+		case <-f.done:
+		}
+		if !errors.Is(f.err, context.Canceled) && !errors.Is(f.err, context.DeadlineExceeded) && f.err != errCheckAbandoned {
+			return f.v, f.err
+		}
+	}
+}
+
+// errCheckAbandoned is a flight's result until its check returns, so that
+// waiters of a check that panicked check for themselves.
+var errCheckAbandoned = errors.New("shard: layout check abandoned")
+
+func (c *viewCache) lead(ik inflightKey, f *flight, check func() (view, error)) (view, error) {
+	defer func() {
+		c.mu.Lock()
+		delete(c.inflight, ik)
+		c.mu.Unlock()
+		close(f.done)
+	}()
+	f.v, f.err = check()
+	return f.v, f.err
+}
+
+// get returns the cached view of base if it is younger than maxAge.
+func (c *viewCache) get(l Layout, base string, maxAge time.Duration) (view, bool) {
+	if maxAge <= 0 {
+		return view{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, hit := c.m[viewKeyOf(l, base)]
+	if !hit || time.Since(e.v.at) >= maxAge {
+		return view{}, false
+	}
+	return e.v, true
+}
+
+// newest returns the cached view of base whatever its age.
+func (c *viewCache) newest(l Layout, base string) (view, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, hit := c.m[viewKeyOf(l, base)]
+	return e.v, hit
+}
+
+// add records v, unless the cache holds a view of a later revision read
+// since (records only move forward), and returns when this process first
+// saw v's revision.
+func (c *viewCache) add(l Layout, base string, v view) time.Time {
+	k := viewKeyOf(l, base)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, hit := c.m[k]
+	if hit && e.v.rev > v.rev && e.v.at.After(v.at) {
+		return v.at
+	}
+	seen := v.at
+	if hit && e.v.rev == v.rev && !e.seen.IsZero() {
+		seen = e.seen
+	}
+	if len(c.m) >= maxViews {
+		clear(c.m)
+	}
+	c.m[k] = cached{v: v, seen: seen}
+	return seen
+}
+
+// seen returns when this process first saw v's revision of base's record
+// (v's own reading if the cache holds another).
+func (c *viewCache) seen(l Layout, base string, v view) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, hit := c.m[viewKeyOf(l, base)]; hit && e.v.rev == v.rev && !e.seen.IsZero() {
+		return e.seen
+	}
+	return v.at
+}
+
+// forget drops the cached view of base, so that the next call reads the
+// record.
+func (c *viewCache) forget(l Layout, base string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, viewKeyOf(l, base))
+}
+
+// keysOf returns the distinct physical keys that may hold (base, id) under
+// v, the writers' key first, then the others newest count first.
+func (v view) keysOf(l Layout, base, id string, physical func(Strategy) (string, error)) ([]string, error) {
+	order := make([]int, 0, len(v.shards))
+	order = append(order, v.writeN())
+	for i := len(v.shards) - 1; i >= 0; i-- {
+		order = append(order, v.shards[i])
+	}
+	keys := make([]string, 0, len(order))
+	for _, n := range order {
+		s, err := withN(l.Strategy, n)
+		if err != nil {
+			return nil, err
+		}
+		pk, err := physical(s)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(keys, pk) {
+			keys = append(keys, pk)
+		}
+	}
+	return keys, nil
+}
