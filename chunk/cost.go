@@ -116,14 +116,14 @@ func costRows() ([]costRow, error) {
 			c.wcu += writeUnits(m)
 			c.rcu += readUnits(m)
 		}
-		p, err := parentItem(chunks, size, nil)
+		p, err := parentItem(chunks, size, map[string]types.AttributeValue{attrChunk: number(int64(st.opts.ChunkSize))})
 		if err != nil {
 			return nil, err
 		}
 		c.wcu += writeUnits(p)
 		c.rcu += readUnits(p)
 		c.write = []opCount{{"GetItem", 1}, {"BatchWriteItem", (chunks + 24) / 25}, {"UpdateItem", 1}}
-		r := &Reader{s: st, overhead: overhead, p: parent{Info: Info{Chunks: int(chunks), StoredSize: size}}}
+		r := &Reader{s: st, overhead: overhead, p: parent{Info: Info{Chunks: int(chunks), StoredSize: size}, chunkSize: int64(st.opts.ChunkSize)}}
 		c.read = []opCount{{"GetItem", 1}, {"BatchGetItem", r.costRequests()}}
 
 		// S3: the payload in one object, the parent pointing at it.

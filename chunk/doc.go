@@ -27,6 +27,7 @@
 //
 //	ChunkVersion      S  the current version: a unique id per write attempt
 //	ChunkCount        N  its number of chunks (0: the payload is inline)
+//	ChunkSize         N  stored bytes per chunk but the last, when chunked
 //	ChunkBytes        N  payload length
 //	ChunkStoredBytes  N  stored length (after compression)
 //	ChunkSHA256       B  SHA-256 of the payload
@@ -125,10 +126,12 @@
 // was replaced, or ErrNotFound after the first Put; never a mix, never
 // bytes no Put stored. Get and Open then read exactly that version's chunks
 // with BatchGetItem. Each request asks for as many chunks as one 16 MB
-// response can return whole (40 at the default ChunkSize; at most 100
-// keys), and a window of at most 32 MiB of stored bytes bounds how many
-// such requests are in flight at once: two at the default ChunkSize, at
-// least one, at most Options.MaxConcurrency. The next window is fetched
+// response can return whole at the chunk size the parent records (40 at
+// the default ChunkSize; at most 100 keys; a parent that records none,
+// written before ChunkSize was recorded or in the guide's layout, is read
+// for the largest chunk its sizes allow), and a window of at most 32 MiB
+// of stored bytes bounds how many such requests are in flight at once: two
+// at the default ChunkSize, at least one, at most Options.MaxConcurrency. The next window is fetched
 // only once the last one has been read, so a Reader holds at most 32 MiB of
 // chunks; Get holds the payload it returns besides, in a buffer that grows
 // with the bytes that arrive. A parent whose sizes contradict each other or

@@ -436,7 +436,8 @@ const maxReadWindow = 32 << 20
 // windowSize returns how many chunks one BatchGetItem request of the next
 // window asks for and how many such requests the window holds. A request
 // asks for as many chunks as one response can return whole (groupSize of
-// the largest chunk item the parent's sizes allow); the window holds as
+// the largest chunk item the parent allows: its ChunkSize, or what its
+// sizes allow when it records none); the window holds as
 // many full requests as fit maxReadWindow bytes of chunks, at least one and
 // at most MaxConcurrency.
 func (r *Reader) windowSize() (perRequest, requests int) {

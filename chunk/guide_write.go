@@ -165,7 +165,7 @@ func (w *write) guideUpdate() (set map[string]types.AttributeValue, remove []str
 		version = &types.AttributeValueMemberN{Value: "9223372036854775807"}
 	}
 	set = map[string]types.AttributeValue{attrVersion: version}
-	remove = []string{attrStored, attrEncoding}
+	remove = []string{attrStored, attrEncoding, attrChunk}
 	if g.InlineAttribute != attrInline {
 		remove = append(remove, attrInline)
 	}

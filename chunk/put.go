@@ -452,6 +452,11 @@ func (w *write) parentUpdate() (set map[string]types.AttributeValue, remove []st
 		setOrRemove(attrInline, nil)
 	}
 	setOrRemove(attrObject, optionalString(w.object))
+	if w.chunks > 0 && w.inline == nil && w.object == "" {
+		set[attrChunk] = number(int64(w.s.opts.ChunkSize))
+	} else {
+		setOrRemove(attrChunk, nil)
+	}
 	if w.object != "" {
 		set[attrCount] = &types.AttributeValueMemberN{Value: objectCount}
 	}
@@ -600,6 +605,9 @@ func (w *write) commit(ctx context.Context) (Info, error) {
 // would otherwise replace a readable payload by an unreadable one.
 func (w *write) readable() error {
 	p := parent{Info: Info{Size: w.size, StoredSize: w.stored, Chunks: w.chunks, Compression: w.enc, Object: w.object}, inline: w.inline}
+	if !w.s.guideWrites() && w.chunks > 0 && w.inline == nil && w.object == "" {
+		p.chunkSize = int64(w.s.opts.ChunkSize)
+	}
 	if why := p.contradiction(); why != "" {
 		return fmt.Errorf("not storing version %s, which readers would refuse: %s", w.version, why)
 	}

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
 )
@@ -223,6 +226,61 @@ func TestReaderWindow(t *testing.T) {
 		// DynamoDB Local shows the requests the store sends.
 		if got, want := oc.count("BatchGetItem"), (info.Chunks+39)/40; srv.Kind == localddb.DynamoDBLocal && got != want {
 			t.Errorf("%d BatchGetItem requests for %d chunks, want %d", got, info.Chunks, want)
+		}
+	})
+}
+
+// TestReadRequestsFromParent: a read asks each BatchGetItem for as many
+// chunks as one 16 MB response can hold at the chunk size the parent
+// records, so 40 full chunks of DefaultChunkSize take one request, as the
+// package documentation says. (It took two of 20 when the chunk size was
+// estimated from the stored size and the chunk count.) A parent written
+// before ChunkSize was recorded stays readable, in requests sized for the
+// largest chunk its sizes allow.
+func TestReadRequestsFromParent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("15 MB payloads skipped in -short mode")
+	}
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		e := newEnv(t, srv)
+		c, oc := e.countingClient()
+		st := newStore(t, c, e.parents, e.chunks)
+		ctx := context.Background()
+		tests := []struct {
+			name     string
+			size     int
+			old      bool // remove ChunkSize, as parents written before it have none
+			requests int
+		}{
+			{"40 full chunks", 40 * DefaultChunkSize, false, 1},
+			{"39 full chunks and 1 byte", 39*DefaultChunkSize + 1, false, 1},
+			{"41 chunks", 40*DefaultChunkSize + 1, false, 2},
+			{"40 full chunks, parent without ChunkSize", 40 * DefaultChunkSize, true, 2},
+		}
+		for i, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				key := sKey(fmt.Sprint("requests", i))
+				data := payload(tt.size, uint64(i), false)
+				if _, err := st.Put(ctx, key, data); err != nil {
+					t.Fatal(err)
+				}
+				if tt.old {
+					if _, err := e.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &e.parents, Key: key.item(),
+						UpdateExpression: aws.String("REMOVE " + attrChunk)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				oc.reset()
+				got, _, err := st.Get(ctx, key)
+				if err != nil || !bytes.Equal(got, data) {
+					t.Fatalf("get: %d bytes, %v; want the %d put", len(got), err, len(data))
+				}
+				// dynalite answers a BatchGetItem with pages of about 1 MB:
+				// only DynamoDB Local shows the requests the store sends.
+				if n := oc.count("BatchGetItem"); srv.Kind == localddb.DynamoDBLocal && n != tt.requests {
+					t.Errorf("%d BatchGetItem requests, want %d", n, tt.requests)
+				}
+			})
 		}
 	})
 }

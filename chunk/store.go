@@ -391,9 +391,10 @@ const (
 	attrSHA      = "ChunkSHA256"      // B: SHA-256 of the payload
 	attrEncoding = "ChunkEncoding"    // S: Compression, absent for None
 	attrInline   = "ChunkData"        // B: the stored payload when inline
+	attrChunk    = "ChunkSize"        // N: stored bytes per chunk but the last; absent when not chunked, and in older parents
 )
 
-var reserved = []string{attrCount, attrVersion, attrPrev, attrSize, attrStored, attrSHA, attrEncoding, attrInline, attrObject}
+var reserved = []string{attrCount, attrVersion, attrPrev, attrSize, attrStored, attrSHA, attrEncoding, attrInline, attrObject, attrChunk}
 
 // Chunk item attributes besides the key.
 const (
@@ -451,7 +452,11 @@ type parent struct {
 	Info
 	prev   string // ChunkPrevious
 	inline []byte
-	guide  bool // in the guide's layout: its chunks hold Options.Guide's data attribute
+	// chunkSize is the stored bytes of every chunk but the last, as
+	// ChunkSize records it; 0 where it is not recorded (parents written
+	// before it was, and the guide's layout).
+	chunkSize int64
+	guide     bool // in the guide's layout: its chunks hold Options.Guide's data attribute
 }
 
 // parseParent decodes a parent item. ok is false for an absent item and for
@@ -519,6 +524,11 @@ func (s *Store) parseParent(key Key, item map[string]types.AttributeValue) (p pa
 			p.inline = []byte{}
 		}
 	}
+	if _, ok := item[attrChunk]; ok {
+		if p.chunkSize = num(attrChunk); err2 != nil || p.chunkSize == 0 {
+			return bad(fmt.Sprintf("%s = %v", attrChunk, item[attrChunk]))
+		}
+	}
 	if why := p.contradiction(); why != "" {
 		return bad(why)
 	}
@@ -560,6 +570,10 @@ func (p parent) contradiction() string {
 		return fmt.Sprintf("%d chunks for %d bytes", p.Chunks, p.StoredSize)
 	case p.Chunks > 0 && (p.StoredSize-1)/int64(maxChunkData) >= int64(p.Chunks):
 		return fmt.Sprintf("%d stored bytes cannot fit %d chunks", p.StoredSize, p.Chunks)
+	case p.chunkSize != 0 && (p.Chunks == 0 || p.chunkSize > int64(maxChunkData)):
+		return fmt.Sprintf("%s %d for %d chunks", attrChunk, p.chunkSize, p.Chunks)
+	case p.chunkSize != 0 && (int64(p.Chunks-1)*p.chunkSize >= p.StoredSize || int64(p.Chunks)*p.chunkSize < p.StoredSize):
+		return fmt.Sprintf("%d chunks of %s %d cannot hold %d stored bytes", p.Chunks, attrChunk, p.chunkSize, p.StoredSize)
 	case p.Compression == None && p.Size != p.StoredSize:
 		return fmt.Sprintf("%s %d differs from %s %d without compression", attrSize, p.Size, attrStored, p.StoredSize)
 	case p.Compression == Gzip && p.Size/maxGzipRatio > p.StoredSize:
@@ -570,9 +584,14 @@ func (p parent) contradiction() string {
 	return ""
 }
 
-// chunkBound is the most stored bytes one chunk of p can hold: every chunk
-// but the last holds the same number, and the last at least one byte.
+// chunkBound is the most stored bytes one chunk of p can hold: what the
+// parent records (ChunkSize), or for a parent that records none, what its
+// sizes allow: every chunk but the last holds the same number, and the
+// last at least one byte.
 func (p parent) chunkBound() int64 {
+	if p.chunkSize > 0 {
+		return p.chunkSize
+	}
 	if p.StoredSize < 0 {
 		return int64(maxChunkData) // no length recorded: any chunk may be full
 	}

@@ -488,7 +488,11 @@ func TestDamagedParent(t *testing.T) {
 				map[string]types.AttributeValue{attrSize: num(claim), attrStored: num(claim)}, false},
 			{"more than gzip can inflate", Gzip, map[string]types.AttributeValue{attrSize: num(claim)}, false},
 			{"consistent, chunks missing", None, map[string]types.AttributeValue{
-				attrSize: num(claim), attrStored: num(claim), attrCount: num(claim/DefaultChunkSize + 1)}, true},
+				attrSize: num(claim), attrStored: num(claim), attrCount: num(claim/DefaultChunkSize + 1), attrChunk: num(DefaultChunkSize)}, true},
+			{"chunk size too small for the stored size", None, map[string]types.AttributeValue{
+				attrSize: num(claim), attrStored: num(claim), attrCount: num(claim/DefaultChunkSize + 1)}, false},
+			{"chunk size too large for the chunk count", None, map[string]types.AttributeValue{attrChunk: num(1500)}, false},
+			{"chunk size zero", None, map[string]types.AttributeValue{attrChunk: num(0)}, false},
 		}
 		for i, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
