@@ -1,0 +1,454 @@
+package shard_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"iter"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
+	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/localddb"
+	"github.com/dynashard/dynashard/scatter"
+	"github.com/dynashard/dynashard/shard"
+)
+
+// The resharding checker: workers issue random operations on a few ids
+// of two bases through two clients behind a fault proxy (latency, resets
+// before and after a request is applied, throttles), while a resharder
+// grows and shrinks the bases and runs Rebalance, interrupted at random
+// points and run again. Every call is recorded with its invocation,
+// response and outcome (unknown when a write's fate is not known), and
+// each item's history is checked for linearizability against a model of
+// one item with conditional writes. A final consistent Get of every id
+// and scatter reads (during the run and after it) are checked too: no
+// id twice, and after quiescence exactly the ids the model holds.
+var linDuration = flag.Duration("shard.lin", 0, "run the resharding checker this long (0: the short mode, about 40 s)")
+
+type linKind int
+
+const (
+	linPut      linKind = iota // amount = arg
+	linPutNew                  // amount = arg if the item is absent
+	linUpdate                  // SET amount = arg (creates)
+	linUpdateIf                // SET amount = arg if amount = expect
+	linDelete
+	linDeleteIf // if amount = expect
+	linGet      // consistent
+	linLoad     // one item of a Load: amount = arg
+)
+
+// linOp is one call on one item; unknown is a write whose outcome is not
+// known (it may take effect at any time after call, or never).
+type linOp struct {
+	kind        linKind
+	arg, expect int
+	call, ret   int64 // nanoseconds since the run started; ret = MaxInt64 if unknown
+	unknown     bool
+	conflict    bool // a conditional write that did not apply
+	found       bool // Get
+	got         int
+}
+
+type linState struct {
+	exists bool
+	amount int
+}
+
+// step applies op to s; ok is false if op's recorded outcome cannot
+// happen in state s.
+func (op linOp) step(s linState) (linState, bool) {
+	holds := s.exists && s.amount == op.expect
+	switch op.kind {
+	case linPut, linUpdate, linLoad:
+		return linState{true, op.arg}, true
+	case linPutNew:
+		if op.unknown {
+			if s.exists {
+				return s, true
+			}
+			return linState{true, op.arg}, true
+		}
+		if op.conflict {
+			return s, s.exists
+		}
+		return linState{true, op.arg}, !s.exists
+	case linUpdateIf, linDeleteIf:
+		next := linState{true, op.arg}
+		if op.kind == linDeleteIf {
+			next = linState{}
+		}
+		if op.unknown {
+			if holds {
+				return next, true
+			}
+			return s, true
+		}
+		if op.conflict {
+			return s, !holds
+		}
+		return next, holds
+	case linDelete:
+		return linState{}, true
+	case linGet:
+		return s, op.found == s.exists && (!s.exists || op.got == s.amount)
+	}
+	return s, false
+}
+
+// linearizable reports whether ops (one item's history) has a serial
+// order that respects real time in which every op's outcome holds; an
+// unknown op may be left out. It is the Wing–Gong search with the set of
+// ops done and the state memoized.
+func linearizable(ops []linOp) bool {
+	sort.Slice(ops, func(i, j int) bool { return ops[i].call < ops[j].call })
+	words := (len(ops) + 63) / 64
+	done := make([]uint64, words)
+	left := 0 // definite ops not done
+	for _, op := range ops {
+		if !op.unknown {
+			left++
+		}
+	}
+	seen := map[string]bool{}
+	budget := 5_000_000
+	var search func(s linState) bool
+	search = func(s linState) bool {
+		if left == 0 {
+			return true
+		}
+		if budget--; budget < 0 {
+			return false // too hard to decide: reported as a violation
+		}
+		key := fmt.Sprint(done, s)
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+		first := int64(math.MaxInt64) // the earliest response of an op not done
+		for i, op := range ops {
+			if done[i/64]&(1<<(i%64)) == 0 && op.ret < first {
+				first = op.ret
+			}
+		}
+		for i, op := range ops {
+			if op.call > first {
+				break // sorted by call
+			}
+			if done[i/64]&(1<<(i%64)) != 0 {
+				continue
+			}
+			next, ok := op.step(s)
+			if !ok {
+				continue
+			}
+			done[i/64] |= 1 << (i % 64)
+			if !op.unknown {
+				left--
+			}
+			found := search(next)
+			done[i/64] &^= 1 << (i % 64)
+			if !op.unknown {
+				left++
+			}
+			if found {
+				return true
+			}
+		}
+		return false
+	}
+	return search(linState{})
+}
+
+// TestLinearizableCheckerRejects shows the checker rejecting histories
+// that no serial order explains, and accepting one that needs an unknown
+// write left out.
+func TestLinearizableCheckerRejects(t *testing.T) {
+	bad := [][]linOp{
+		// a Get after a Put returned misses it (a lost write)
+		{{kind: linPut, arg: 1, call: 0, ret: 1}, {kind: linGet, call: 2, ret: 3}},
+		// a deleted item comes back (resurrection)
+		{{kind: linPut, arg: 1, call: 0, ret: 1}, {kind: linDelete, call: 2, ret: 3}, {kind: linGet, call: 4, ret: 5, found: true, got: 1}},
+		// an older value read after a newer one returned
+		{{kind: linPut, arg: 1, call: 0, ret: 1}, {kind: linPut, arg: 2, call: 2, ret: 3}, {kind: linGet, call: 4, ret: 5, found: true, got: 1}},
+		// a conditional Put that says conflict on an absent item
+		{{kind: linPutNew, arg: 1, call: 0, ret: 1, conflict: true}},
+	}
+	for i, h := range bad {
+		if linearizable(h) {
+			t.Errorf("history %d accepted: %+v", i, h)
+		}
+	}
+	ok := []linOp{{kind: linPut, arg: 1, call: 0, ret: math.MaxInt64, unknown: true}, {kind: linGet, call: 2, ret: 3}}
+	if !linearizable(ok) {
+		t.Errorf("a write of unknown outcome must be allowed never to apply")
+	}
+}
+
+type linRecorder struct {
+	mu    sync.Mutex
+	start time.Time
+	ops   map[string][]linOp // by base/id
+	dups  []string
+}
+
+func (r *linRecorder) now() int64 { return int64(time.Since(r.start)) }
+
+func (r *linRecorder) add(key string, op linOp) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops[key] = append(r.ops[key], op)
+}
+
+// outcome classifies a write's error: nil applied, a failed condition
+// did not apply, anything else unknown.
+func outcome(op *linOp, err error, ret int64) {
+	op.ret = ret
+	switch {
+	case err == nil:
+	case errors.Is(err, shard.ErrConflict):
+		op.conflict = true
+	default:
+		op.unknown, op.ret = true, math.MaxInt64
+	}
+}
+
+func TestLinearizableResharding(t *testing.T) {
+	d := *linDuration
+	if d == 0 {
+		d = 25 * time.Second
+	}
+	s := ddbtest.Get(t, localddb.DynamoDBLocal) // transactions: dynalite has none
+	name := s.Table(t, "pk:S", "sk:S")
+	p, err := faultproxy.New(s.Endpoint, faultproxy.Config{
+		Latency: time.Millisecond, Jitter: 20 * time.Millisecond,
+		ResetBeforeRate: 0.01, ResetAfterRate: 0.01, ThrottleRate: 0.02, Seed: 11,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	client := func() *dynamodb.Client {
+		return s.Client(func(o *dynamodb.Options) {
+			o.BaseEndpoint = aws.String(p.URL())
+			o.Retryer = retry.NewStandard(func(ro *retry.StandardOptions) {
+				ro.MaxAttempts, ro.MaxBackoff, ro.RateLimiter = 4, 5*time.Millisecond, ratelimit.None
+			})
+		})
+	}
+	l := shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(2), HistoryTTL: 100 * time.Millisecond}
+	var tables []*shard.Table[Order]
+	for range 2 {
+		tbl, err := shard.NewTable[Order](client(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, tbl)
+	}
+	sc, err := scatter.New(client(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bases, ids := []string{"b1", "b2"}, []string{"i0", "i1", "i2", "i3", "i4"}
+	rec := &linRecorder{start: time.Now(), ops: map[string][]linOp{}}
+	ctx, stop := context.WithTimeout(context.Background(), d)
+	defer stop()
+	var wg sync.WaitGroup
+	var value atomic.Int64
+	for w := range 4 {
+		wg.Go(func() { linWorker(ctx, rec, tables[w%2], bases, ids, &value, uint64(w)) })
+	}
+	wg.Go(func() { linResharder(ctx, t, client(), l, bases, 99) })
+	wg.Go(func() { linReader(ctx, rec, sc, bases) })
+	wg.Wait()
+
+	// Quiescence: what every id holds now, by Get and by scatter.
+	final := context.Background()
+	for _, base := range bases {
+		for _, id := range ids {
+			op := linOp{kind: linGet, call: rec.now()}
+			o, err := tables[0].Get(final, base, id, func(o *shard.Options) { o.ConsistentRead = true })
+			op.ret = rec.now()
+			if err != nil && !errors.Is(err, shard.ErrNotFound) {
+				t.Fatalf("final Get %s/%s: %v", base, id, err)
+			}
+			op.found, op.got = err == nil, o.Amount
+			rec.add(base+"/"+id, op)
+		}
+	}
+	checkHistories(t, rec)
+	for _, base := range bases {
+		seen := map[string]bool{}
+		for item, err := range sc.All(final, base) {
+			var o Order
+			if err == nil {
+				err = item.Unmarshal(&o)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[o.ID] {
+				t.Errorf("final scatter of %s returned %s twice", base, o.ID)
+			}
+			seen[o.ID] = true
+			if g, err := tables[0].Get(final, base, o.ID, func(o *shard.Options) { o.ConsistentRead = true }); err != nil || g.Amount != o.Amount {
+				t.Errorf("final scatter of %s: %s amount %d, Get says %+v %v", base, o.ID, o.Amount, g, err)
+			}
+		}
+		for _, id := range ids {
+			_, err := tables[0].Get(final, base, id, func(o *shard.Options) { o.ConsistentRead = true })
+			if (err == nil) != seen[id] {
+				t.Errorf("%s/%s: Get %v, but scatter found it: %v (an acknowledged write no read finds)", base, id, err, seen[id])
+			}
+		}
+	}
+	if len(rec.dups) > 0 {
+		t.Errorf("scatter reads returned items twice: %v", rec.dups)
+	}
+}
+
+func checkHistories(t *testing.T, rec *linRecorder) {
+	t.Helper()
+	total := 0
+	for key, ops := range rec.ops {
+		total += len(ops)
+		if !linearizable(append([]linOp(nil), ops...)) {
+			t.Errorf("%s: history not linearizable:\n%s", key, dumpOps(ops))
+		}
+	}
+	t.Logf("%d operations on %d items checked", total, len(rec.ops))
+}
+
+func dumpOps(ops []linOp) string {
+	sort.Slice(ops, func(i, j int) bool { return ops[i].call < ops[j].call })
+	out := ""
+	for _, op := range ops {
+		ret := "?"
+		if op.ret != math.MaxInt64 {
+			ret = fmt.Sprint(time.Duration(op.ret))
+		}
+		out += fmt.Sprintf("  %v..%s kind=%d arg=%d expect=%d conflict=%v unknown=%v found=%v got=%d\n",
+			time.Duration(op.call), ret, op.kind, op.arg, op.expect, op.conflict, op.unknown, op.found, op.got)
+	}
+	return out
+}
+
+func linWorker(ctx context.Context, rec *linRecorder, tbl *shard.Table[Order], bases, ids []string, value *atomic.Int64, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for ctx.Err() == nil {
+		base, id := bases[rng.IntN(len(bases))], ids[rng.IntN(len(ids))]
+		v := int(value.Add(1))
+		op := linOp{kind: linKind(rng.IntN(8)), arg: v, call: rec.now()}
+		c := context.Background() // never cancelled mid-call: its outcome would be unknown for no reason
+		if op.kind == linUpdateIf || op.kind == linDeleteIf {
+			op.expect = int(value.Load()) - rng.IntN(6)
+		}
+		ifAmount := func(o *shard.Options) {
+			o.Condition = expression.Name("amount").Equal(expression.Value(op.expect))
+		}
+		var err error
+		switch op.kind {
+		case linPut:
+			err = tbl.Put(c, base, Order{ID: id, Amount: v})
+		case linPutNew:
+			err = tbl.Put(c, base, Order{ID: id, Amount: v}, func(o *shard.Options) {
+				o.Condition = expression.AttributeNotExists(expression.Name("sk"))
+			})
+		case linUpdate:
+			_, err = tbl.Update(c, base, id, expression.Set(expression.Name("amount"), expression.Value(v)))
+		case linUpdateIf:
+			_, err = tbl.Update(c, base, id, expression.Set(expression.Name("amount"), expression.Value(v)), ifAmount)
+		case linDelete:
+			err = tbl.Delete(c, base, id)
+		case linDeleteIf:
+			err = tbl.Delete(c, base, id, ifAmount)
+		case linGet:
+			var o Order
+			o, err = tbl.Get(c, base, id, func(o *shard.Options) { o.ConsistentRead = true })
+			op.ret = rec.now()
+			if err != nil && !errors.Is(err, shard.ErrNotFound) {
+				continue // a read that failed says nothing
+			}
+			op.found, op.got = err == nil, o.Amount
+			rec.add(base+"/"+id, op)
+			continue
+		case linLoad:
+			loadOne(c, rec, tbl, base, id, op)
+			continue
+		}
+		outcome(&op, err, rec.now())
+		rec.add(base+"/"+id, op)
+	}
+}
+
+// loadOne loads one item, slowly arriving so that its key is chosen well
+// before it is sent.
+func loadOne(ctx context.Context, rec *linRecorder, tbl *shard.Table[Order], base, id string, op linOp) {
+	var items iter.Seq2[string, Order] = func(yield func(string, Order) bool) {
+		yield(base, Order{ID: id, Amount: op.arg})
+	}
+	_, err := tbl.Load(ctx, items, func(o *shard.LoadOptions) { o.StallTimeout = 5 * time.Second })
+	outcome(&op, err, rec.now())
+	op.conflict = false // a Load has no condition
+	rec.add(base+"/"+id, op)
+}
+
+// linResharder grows and shrinks the bases and rebalances them, cutting
+// some Rebalances short and running them again.
+func linResharder(ctx context.Context, t *testing.T, c *dynamodb.Client, l shard.Layout, bases []string, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	counts := []int{1, 2, 3, 4, 8}
+	for ctx.Err() == nil {
+		base := bases[rng.IntN(len(bases))]
+		n := counts[rng.IntN(len(counts))]
+		if _, err := l.Reshard(ctx, c, base, n); err != nil && ctx.Err() == nil && !errors.Is(err, shard.ErrConflict) {
+			t.Logf("Reshard %s to %d: %v", base, n, err)
+		}
+		if rng.IntN(3) == 0 { // cut short, at a random point
+			rc, cancel := context.WithTimeout(ctx, time.Duration(rng.IntN(1500))*time.Millisecond)
+			_, _ = shard.Rebalance(rc, c, l, base)
+			cancel()
+		}
+		if rng.IntN(2) == 0 {
+			if _, err := shard.Rebalance(ctx, c, l, base); err != nil && ctx.Err() == nil && !errors.Is(err, shard.ErrConflict) {
+				t.Logf("Rebalance %s: %v", base, err)
+			}
+		}
+	}
+}
+
+// linReader reads the bases through scatter and records any id returned
+// twice by one read.
+func linReader(ctx context.Context, rec *linRecorder, sc *scatter.Scatter, bases []string) {
+	for ctx.Err() == nil {
+		for _, base := range bases {
+			seen := map[string]bool{}
+			for item, err := range sc.All(ctx, base) {
+				var o Order
+				if err != nil || item.Unmarshal(&o) != nil {
+					break
+				}
+				if seen[o.ID] {
+					rec.mu.Lock()
+					rec.dups = append(rec.dups, base+"/"+o.ID)
+					rec.mu.Unlock()
+				}
+				seen[o.ID] = true
+			}
+		}
+	}
+}
