@@ -255,7 +255,7 @@
 //
 //	st, err := chunk.New(client, "Reply", "ReplyChunks", chunk.GuideLayout)
 //
-//	parent  ChunkVersion  N  the version: 1, 2, … (absent for a short message)
+//	parent  ChunkVersion  N  the version: 1, 2, … (the guide shows none for a short message; Put writes one)
 //	        ChunkCount    N  its number of chunks (absent for a short message)
 //	        Message       S  a short message (Guide.InlineAttribute and InlineType)
 //	chunk   Id            S  "DynamoDB#Thread1#2012-03-15T20:42:54.023Z#1#1": the key, version, seq
@@ -276,14 +276,19 @@
 //
 // Writing. With Guide.Write, Put keeps the guide's layout, so readers that
 // know only the guide keep working: ChunkVersion a number, ChunkCount for
-// a chunked payload, the text in Message, and of this package's own only
+// a chunked payload only (such readers tell a short message by its
+// absence), the text in Message, and of this package's own only
 // ChunkPrevious on the parent (it settles a lost flip response, as in this
 // package's layout) and Parent on chunk items, which such readers ignore
-// (Guide.Checksum adds ChunkBytes and ChunkSHA256). The next version is
-// not "the version read plus one": two writers that read version v would
-// both write the chunks of v+1 (BatchWriteItem has no conditions),
-// overwriting each other's before one lost the flip, and a reader
-// following the winner could read the loser's text. Put first reserves a
+// (Guide.Checksum adds ChunkBytes and ChunkSHA256). A short message gets
+// a ChunkVersion too, where the guide shows none: the flip's
+// compare-and-set and the settling of a lost response need a version to
+// compare, or two writers starting from the same short message would both
+// succeed; readers take a short message with or without one. The next
+// version is not "the version read plus one": two writers that read
+// version v would both write the chunks of v+1 (BatchWriteItem has no
+// conditions), overwriting each other's before one lost the flip, and a
+// reader following the winner could read the loser's text. Put first reserves a
 // number above the version it read with one atomic conditional UpdateItem
 // on a counter item in the chunk table (key "<parent key>#ChunkVersion",
 // never deleted, so no number is used twice, even after a Delete); it

@@ -502,8 +502,9 @@ func (r *Reader) fetch() error {
 		case p.Version != r.p.Version:
 			return &replacedError{p: p}
 		}
-		_, _, seq, _ := parseChunkKey(missing[0])
-		return r.corrupt(seq, "chunk missing")
+		// The seq from the key's place in the window, not from parsing it:
+		// the guide's layout has versions of its own.
+		return r.corrupt(r.next+slices.Index(keys, missing[0]), "chunk missing")
 	}
 	window := make([][]byte, 0, len(keys))
 	for i, k := range keys {

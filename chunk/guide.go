@@ -16,8 +16,10 @@ import (
 // guide ("Break up large attributes across multiple items"): the parent
 // records ChunkVersion as a number and ChunkCount, each chunk item holds
 // its part of the payload in a Message attribute of type S, and a short
-// payload stays in the parent's Message, with neither ChunkVersion nor
-// ChunkCount. No length or checksum is recorded. Each field's zero value
+// payload stays in the parent's Message, without ChunkCount (and, as the
+// guide shows it, without ChunkVersion; Put writes one, see "The guide's
+// layout" in the package documentation, and reads take either). No length
+// or checksum is recorded. Each field's zero value
 // selects that layout, so &Guide{} reads exactly what the guide shows and
 // &Guide{Write: true} also writes it, given the guide's chunk key name in
 // Options.ChunkKeyAttribute ("Id"; GuideLayout sets both).

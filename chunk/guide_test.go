@@ -222,6 +222,8 @@ func TestGuideReadVerifies(t *testing.T) {
 		var ce *CorruptError
 		if _, _, err := st.Get(ctx, g.thread1); !errors.As(err, &ce) {
 			t.Errorf("Get with chunk 2 missing: %v, want a *CorruptError", err)
+		} else if ce.Seq != 2 || ce.Version != "1" {
+			t.Errorf("Get with chunk 2 missing: corrupt error of chunk %d of version %q, want chunk 2 of version \"1\"", ce.Seq, ce.Version)
 		}
 
 		g.writeGuideItems(t, []string{"aaaa", "bbbb", "cccc"})

@@ -492,3 +492,43 @@ func TestGuidePutRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestGuideShortMessageVersion: a short message written by Put records a
+// ChunkVersion (the guide shows none), and that is what makes a second
+// writer that started from the same short message lose with ErrConflict:
+// without a version, both flips' conditions ("no ChunkVersion") would
+// hold. Readers take the short message either way, the guide's own one
+// (no ChunkVersion) included.
+func TestGuideShortMessageVersion(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		ctx := context.Background()
+		g := newGuideEnv(t, srv)
+		g.writeGuideItems(t, []string{"aaaa", "bbbb"})
+		a := newStore(t, g.c, g.reply, g.chunks, GuideLayout)
+		b := newStore(t, g.c, g.reply, g.chunks, GuideLayout)
+		if got, info, err := b.Get(ctx, g.short); err != nil || string(got) != "short message" || info.Version != "" {
+			t.Fatalf("the guide's short message: %q (version %q), %v", got, info.Version, err)
+		}
+		var bErr error
+		a.beforeFlip = func(ctx context.Context) error {
+			// b writes a short message between a's read and a's flip.
+			_, bErr = b.Put(ctx, g.short, []byte("b's short message"))
+			return nil
+		}
+		_, aErr := a.Put(ctx, g.short, []byte("a's short message"))
+		if bErr != nil {
+			t.Fatalf("b: %v", bErr)
+		}
+		if !errors.Is(aErr, ErrConflict) {
+			t.Errorf("a, which started from the short message b replaced: %v, want ErrConflict", aErr)
+		}
+		got, info, err := b.Get(ctx, g.short, func(o *Options) { o.ConsistentRead = true })
+		if err != nil || string(got) != "b's short message" || info.Version == "" {
+			t.Errorf("after both: %q (version %q), %v; want b's short message with a version", got, info.Version, err)
+		}
+		text, ok, err := g.guideRead(ctx, g.short)
+		if err != nil || !ok || text != "b's short message" {
+			t.Errorf("a reader of the guide: %q, %v, %v", text, ok, err)
+		}
+	})
+}

@@ -118,7 +118,7 @@ type current struct {
 func (s *Store) readCurrent(ctx context.Context, key Key) (current, error) {
 	proj, names := "#v, #c, #p, #o", map[string]string{"#v": attrVersion, "#c": attrCount, "#p": attrPrev, "#o": attrObject}
 	if g := s.opts.Guide; g != nil {
-		// The guide's short message has no ChunkVersion: only its inline
+		// The guide's short message may have no ChunkVersion: only its inline
 		// attribute says the parent holds a payload.
 		proj, names["#i"] = proj+", #i", g.InlineAttribute
 	}

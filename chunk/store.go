@@ -427,8 +427,8 @@ type Info struct {
 	// time.
 	Created time.Time
 	// Guide reports a parent in the guide's layout (Options.Guide): its
-	// Version is a number, or "" for the guide's short message, which has
-	// no ChunkVersion.
+	// Version is a number, or "" for a short message written without
+	// ChunkVersion, as the guide shows it (Put writes one).
 	Guide bool
 	// NoChecksum reports a parent that records no SHA-256 (the guide's
 	// layout): SHA256 is zero, and a read verifies only the chunk count,
