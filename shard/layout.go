@@ -49,12 +49,15 @@ type Layout struct {
 	Unchecked bool
 	// HistoryTTL bounds how long a process trusts its cached copy of a
 	// base's shard-count history (see [Layout.Shards]) before reading the
-	// record again: another process's [Layout.Reshard] reaches this
-	// process's writers and readers within HistoryTTL, and [Rebalance]
-	// waits that long before it sweeps. Every process that writes a table
+	// record again. With it comes the fence, HistoryTTL plus
+	// max(HistoryTTL, 1 s): every request made from a cached history must
+	// be done within the fence of reading it (or fails with ErrTooLate),
+	// a Reshard's new count becomes the writers' a fence after it is
+	// announced, and Rebalance waits a fence before it sweeps (see
+	// "Resharding" in the package doc). Every process that writes a table
 	// must use the same HistoryTTL or a shorter one. Zero means
 	// [DefaultHistoryTTL]; negative means no caching (one consistent
-	// GetItem per call and base).
+	// GetItem per call and base, and a fence of 1 s).
 	HistoryTTL time.Duration
 }
 

@@ -93,10 +93,10 @@ type RebalanceOptions struct {
 	After int
 	// Wait is how long Rebalance waits, after reading the base's history
 	// and before sweeping, for every process to stop writing under an
-	// older count: a process trusts its cached history for the layout's
-	// HistoryTTL, so zero means twice that (0 if the layout caches
-	// nothing). Negative means no wait; use it only when no process wrote
-	// the base since its last Reshard.
+	// older count: zero means the layout's fence (HistoryTTL plus
+	// max(HistoryTTL, 1 s); see "Resharding" in the package doc).
+	// Negative means no wait; use it only when no other process wrote the
+	// base since its last Reshard.
 	Wait time.Duration
 	// OnProgress, if set, is called after each suffix is swept, with the
 	// running totals.
@@ -119,24 +119,25 @@ type RebalanceProgress struct {
 // Rebalance moves every item of base to the suffix the newest count of
 // the base's history gives it, and then retires the older counts, so that
 // reads query one suffix set again (1..N) and a Get costs one request.
-// Each item is moved with put-then-delete: a conditional PutItem at the
-// new key that never overwrites an item already there (which is newer: a
-// writer put it after the Reshard, or an earlier, interrupted Rebalance
-// did), then a DeleteItem at the old key. A crash between the two leaves
-// two copies of one item, which reads return once (see package scatter)
-// and a re-run finishes; a re-run is always safe, and RebalanceOptions.
-// After resumes a large base where the last one stopped. Under Random,
-// only items in suffixes above the newest count move (to a random suffix
-// of it): growing a Random base needs no move at all.
+// Each item is moved with one transaction: a Put at the new key if
+// nothing is there, and a Delete at the old key if the item is still the
+// one read (see "Resharding" in the package doc); an item written between
+// its read and its move is read again. Concurrent writes, Deletes and
+// conditional writes of the same items are linearizable with the moves.
+// A Rebalance stopped at any point leaves every item in exactly one
+// place; a re-run is always safe and finishes the job, and
+// RebalanceOptions.After resumes a large base where the last one stopped.
+// Under Random, only items in suffixes above the newest count move (to a
+// random suffix of it): growing a Random base needs no move at all.
 //
 // Before the sweep Rebalance waits RebalanceOptions.Wait, so that no
 // process still writes under an older count; the history is retired with
 // a conditional update on the record's revision, which fails with
 // ErrConflict if the history changed meanwhile (a Reshard: run Rebalance
-// again). A Delete of an item racing with its move can be undone by the
-// move (the item reappears at its new key): delete again after
-// Rebalance. A base without a record, or with a history of one count, has
-// nothing to do.
+// again). A base without a record, or with a history of one count, has
+// nothing to do; one whose newest count is still pending (a Reshard under
+// way) is ErrConflict. Moves need transactions: on a server without them
+// Rebalance fails with ErrNoTransactions.
 //
 // It returns an error matching ErrInvalid before any request for an
 // invalid or Unchecked layout, a layout without a sort key, a calculated

@@ -20,7 +20,7 @@ import (
 // a reply lost), to interrupt a Rebalance at that point.
 type crashingClient struct {
 	*dynamodb.Client
-	k, n  int64
+	k     int64
 	after bool
 	sent  atomic.Int64
 }

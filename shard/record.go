@@ -87,8 +87,9 @@ func (l Layout) Verify(ctx context.Context, c RecordReader, base string) error {
 }
 
 // Shards returns the shard-count history of base, oldest first, after
-// checking l against the base's record as Verify does: the last count is
-// the N writers use, and a read covers suffixes 1..max of the history. A
+// checking l against the base's record as Verify does: a read covers
+// suffixes 1..max of the history, and the last count is the N writers use
+// (once a Reshard's fence has passed: until then the one before it). A
 // base without a record (and an Unchecked layout, which reads nothing)
 // has the history [l.N()]. The result comes from a cache no older than
 // [Layout.HistoryTTL]; the caller may keep it but not change it. A nil ctx
