@@ -67,25 +67,44 @@
 // DynamoDB Local and dynalite never throttle. Options.Proxy puts a proxy of
 // package [github.com/dynashard/dynashard/dynashardtest/faultproxy] in
 // front of the server, one per handle, and the handle's Endpoint and Client
-// go through it: its partition model throttles a provisioned table as
+// go through it: its per-key model (the default, faultproxy.Config's zero
+// value, and the dynashard proxy command's) gives every partition-key value
+// a budget of its own, its partition model throttles a provisioned table as
 // DynamoDB's partitions do (keys sharing a partition's throughput, burst,
-// adaptive capacity, splits), its per-key model gives every key a budget of
-// its own, and either adds UnprocessedItems, latency, 500s and resets at
-// the rates asked for:
+// adaptive capacity, splits), and either adds UnprocessedItems, latency,
+// 500s and resets at the rates asked for. Both keep one second of unused
+// capacity by default, so a low capacity throttles within seconds.
+//
+// To see ProvisionedThroughputExceededException in a test, set a low
+// capacity and make one attempt per request:
 //
 //	srv := dynashardtest.Start(t, func(o *dynashardtest.Options) {
-//		o.Proxy = &faultproxy.Config{Model: faultproxy.Partitioned, UnprocessedRate: 0.1}
+//		o.Proxy = &faultproxy.Config{WCU: 1, RCU: 1} // per key and second
 //	})
+//	client := srv.Client(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 //
-// A table created through the handle (CreateTable, or Client) with
-// ProvisionedThroughput gets that throughput in the model. [Server.Proxy]
-// returns the proxy, for its counters (Stats) and to change its
-// configuration mid-test (Set); Close stops it with the handle. The
-// client's retryer retries throttling (five attempts); a test that wants
-// to see ProvisionedThroughputExceededException itself makes one attempt,
-// Client(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }). Another
-// handle without Options.Proxy reaches the same server, and its tables,
-// directly. NewServer's throttling example shows it all.
+// or, with Model: faultproxy.Partitioned, create the table with a low
+// ProvisionedThroughput (through the handle or not: the proxy reads a
+// table's throughput from its CreateTable, or asks DescribeTable). Within a
+// few calls on one key, calls that send one request per attempt, such as
+// shard.Table.Put, repo.Repo.Get, scatter.Scatter.All and chunk.Store.Put
+// (its read of the parent), return the exception, wrapped so that
+// errors.As finds it (scatter's inside a *scatter.ShardError). Two kinds of call
+// retry throttling themselves and succeed anyway: shard.Table.Load, which
+// returns it only once its LoadOptions.RetryBudget is spent (-1 allows no
+// retry), and chunk's parent flip, an UpdateItem that retries up to ten
+// times whatever the client's retryer says. See theirs in the proxy's
+// counters, srv.Proxy().Stats() (Total.Throttled and Unprocessed,
+// Ops["UpdateItem"].Throttled), or make every flip fail with
+// srv.Proxy().Set(faultproxy.Config{ThrottleRate: 1, Ops: []string{"UpdateItem"}}).
+//
+// [Server.Proxy] returns the proxy, for its counters (Stats) and to change
+// its configuration mid-test (Set); Close stops it with the handle. The
+// client's retryer retries throttling (five attempts), which is why the
+// recipe makes one. Another handle without Options.Proxy reaches the same
+// server, and its tables, directly: write test data through it without
+// spending the capacity under test. NewServer's throttling example shows
+// it all.
 //
 // # Failure modes
 //

@@ -5,7 +5,7 @@
 //	dynashard analyze [-n 200] [-strategies hash,codepoint] [file|-]
 //	dynashard plan [-rcu R -wcu W [-size 20GB] [-new-rcu R2 -new-wcu W2] [-split I ...]] [-writes X ...]
 //	dynashard plan -load-items N -load-time D [-item-bytes B] [-steady-wcu W] [-writes X ...]
-//	dynashard proxy -target URL [-listen 127.0.0.1:8000] [-model partitioned|perkey] [model and fault flags] [-stats 1s]
+//	dynashard proxy -target URL [-listen 127.0.0.1:8000] [-model perkey|partitioned] [model and fault flags] [-stats 1s]
 //	dynashard -version
 //
 // analyze reads ids, one per line, from a file or standard input and shows,
@@ -35,13 +35,16 @@
 // github.com/dynashard/dynashard/dynashardtest/faultproxy) in front of a
 // local DynamoDB-compatible endpoint, so that services written with any
 // SDK can be tested against DynamoDB's throttling: point the service's
-// endpoint at the URL it prints. Its partition model (the default) divides
-// a provisioned table's throughput among partitions as DynamoDB does,
-// taking it from the CreateTable and UpdateTable requests that pass
-// through (-table NAME=RCU,WCU overrides them), with burst
-// (-burst-window), adaptive capacity (-adaptive, -adaptive-delay), splits
-// (-partition-size) and a time scale (-time-scale); -model perkey gives each partition-key value -wcu and
-// -rcu of its own. Fault flags add UnprocessedItems (-unprocessed),
+// endpoint at the URL it prints. Its per-key model (the default, as for
+// faultproxy.Config's zero value) gives each partition-key value -wcu and
+// -rcu of its own; -model partitioned divides a provisioned table's
+// throughput among partitions as DynamoDB does, taking it from the
+// CreateTable and UpdateTable requests that pass through (-table
+// NAME=RCU,WCU overrides them), with burst (-burst-window), adaptive
+// capacity (-adaptive, -adaptive-delay), splits (-partition-size) and a
+// time scale (-time-scale). Both keep one second of unused capacity by
+// default (-burst, -burst-window), as the package does, so that a low
+// capacity throttles within seconds; -burst-window 5m is DynamoDB's 300 s. Fault flags add UnprocessedItems (-unprocessed),
 // throttling (-throttle), HTTP 500s (-error, -error-after), resets,
 // truncated responses and latency, drawn from -seed. It prints
 // "listening on URL ..." to stdout, a line of counters to stderr every

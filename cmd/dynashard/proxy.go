@@ -24,20 +24,25 @@ import (
 
 // proxyUsage is the first lines of "dynashard proxy -h".
 const proxyUsage = `usage: dynashard proxy -target URL [-listen 127.0.0.1:8000] [flags]
-  partition model (the default, -model partitioned):
+  per-key model (the default, -model perkey, faultproxy.Config's zero value):
+    [-wcu N] [-rcu N] [-burst D]
+  partition model (-model partitioned):
     [-table NAME[/INDEX]=RCU,WCU | NAME=on-demand ...] [-burst-window D]
     [-adaptive delayed|instant|off] [-adaptive-delay D] [-partition-size S] [-time-scale X]
-  per-key model (-model perkey): [-wcu N] [-rcu N] [-burst D]
   faults: [-unprocessed R] [-throttle R] [-error R] [-error-after R] [-reset-before R]
     [-reset-after R] [-truncate R] [-latency D] [-jitter D] [-ops LIST] [-keys LIST] [-seed N]
   [-stats 1s]
 Serves DynamoDB's JSON protocol on -listen and forwards to -target (DynamoDB
 Local, dynalite or another server that does not check signatures: requests
-are forwarded as signed for the proxy), throttling as DynamoDB's partitions
-do and injecting faults. Point any SDK's endpoint at the URL it prints. The
-partition model takes a table's throughput from -table, else from the
+are forwarded as signed for the proxy), throttling as DynamoDB does and
+injecting faults. Point any SDK's endpoint at the URL it prints. The per-key
+model gives every partition-key value -wcu and -rcu per second (unlimited
+when not given); the partition model divides a provisioned table's
+throughput among its partitions, taking it from -table, else from the
 CreateTable and UpdateTable requests that pass through, else from a
-DescribeTable of its own. A counters line goes to stderr every -stats while
+DescribeTable of its own. Both keep one second of unused capacity by default
+(-burst, -burst-window), so a low capacity throttles within seconds; give
+-burst-window 5m for DynamoDB's 300 s. A counters line goes to stderr every -stats while
 they change; SIGINT or SIGTERM stops the proxy (exit status 0). Rates are
 fractions in [0, 1]; sizes need a unit (10KB, 1GB).`
 
@@ -93,12 +98,12 @@ func (f *proxyFlags) define(fs *flag.FlagSet) {
 	c := &f.cfg
 	fs.StringVar(&f.target, "target", "", "base `URL` of the DynamoDB-compatible endpoint to forward to (required)")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8000", "`address` to listen on; port 0 picks a free one")
-	fs.StringVar(&f.model, "model", "partitioned", "capacity model `name`: partitioned (DynamoDB's partitions) or perkey (a budget per partition-key value)")
+	fs.StringVar(&f.model, "model", "perkey", "capacity model `name`: perkey (a budget per partition-key value, as faultproxy.Config's zero value) or partitioned (DynamoDB's partitions)")
 	fs.DurationVar(&f.stats, "stats", time.Second, "interval of the counters line on stderr; 0 turns it off")
 	fs.Int64Var(&c.Seed, "seed", 0, "seeds the fault draws with this `number`: a sequential client meets the same faults on every run")
 	f.partModel = []string{"table", "burst-window", "adaptive", "adaptive-delay", "partition-size", "time-scale"}
 	fs.Var(&f.tables, "table", "partition model: the throughput of a table or index, overriding its CreateTable's, `spec` NAME[/INDEX]=RCU,WCU or NAME=on-demand; repeatable")
-	fs.DurationVar(&c.Partition.BurstWindow, "burst-window", 0, "partition model: unused capacity a partition keeps (default 5m0s: DynamoDB's 300 s)")
+	fs.DurationVar(&c.Partition.BurstWindow, "burst-window", 0, "partition model: unused capacity a partition keeps (default 1s, as -burst; DynamoDB keeps up to 5m)")
 	fs.StringVar(&f.adaptive, "adaptive", "delayed", "partition model: adaptive capacity `mode`, delayed, instant or off")
 	fs.DurationVar(&c.Partition.AdaptiveDelay, "adaptive-delay", 0, "partition model: throttled time before adaptive capacity lends (default 5m0s)")
 	fs.Var(&f.partitionSize, "partition-size", "partition model: `size` a partition holds before it splits, with a unit (default 10GB)")
@@ -198,7 +203,8 @@ func (f *proxyFlags) checkModel() error {
 	}
 	for _, name := range other {
 		if f.set[name] {
-			return fmt.Errorf("-%s: not a flag of -model %s", name, f.model)
+			want := map[string]string{"perkey": "partitioned", "partitioned": "perkey"}[f.model]
+			return fmt.Errorf("-%s: not a flag of -model %s: give -model %s", name, f.model, want)
 		}
 	}
 	adaptive := map[string]faultproxy.Adaptive{
@@ -323,6 +329,9 @@ func serveProxy(ctx context.Context, f *proxyFlags, stdout, stderr io.Writer) er
 		return err
 	}
 	model := map[faultproxy.Model]string{faultproxy.Partitioned: "partition model", faultproxy.PerKey: "per-key model"}[f.cfg.Model]
+	if f.cfg.Model == faultproxy.PerKey && f.cfg.WCU == 0 && f.cfg.RCU == 0 {
+		model += " without limits: give -wcu and -rcu, or -model partitioned to hold tables to their provisioned throughput"
+	}
 	fmt.Fprintf(stdout, "listening on %s (forwarding to %s, %s; SIGINT or SIGTERM stops)\n", p.URL(), f.target, model)
 	start := time.Now()
 	var tick <-chan time.Time

@@ -118,7 +118,7 @@ func TestProxyCommand(t *testing.T) {
 	}
 	bin := buildCLI(t)
 	srv := dynashardtest.Start(t)
-	p := startCLIProxy(t, bin, "-target", srv.Endpoint(), "-listen", "127.0.0.1:0",
+	p := startCLIProxy(t, bin, "-target", srv.Endpoint(), "-listen", "127.0.0.1:0", "-model", "partitioned",
 		"-burst-window", "1ms", "-adaptive", "off", "-unprocessed", "1", "-stats", "50ms")
 
 	// The kit on an Endpoint: its CreateTable and Client go through the
@@ -209,7 +209,7 @@ func TestProxyCommandBadFlags(t *testing.T) {
 
 // TestProxyFlags: the flags map onto faultproxy.Config.
 func TestProxyFlags(t *testing.T) {
-	f, err := parseProxy([]string{"-target", "http://127.0.0.1:8001", "-listen", ":0",
+	f, err := parseProxy([]string{"-target", "http://127.0.0.1:8001", "-listen", ":0", "-model", "partitioned",
 		"-table", "orders=5000,2000", "-table", "orders/byDay=on-demand", "-burst-window", "10s",
 		"-adaptive", "instant", "-adaptive-delay", "1m", "-partition-size", "64KB", "-time-scale", "60",
 		"-unprocessed", "0.5", "-throttle", "0.1", "-error", "0.2", "-error-after", "0.3", "-reset-before", "0.4",
@@ -245,5 +245,60 @@ func TestProxyFlags(t *testing.T) {
 	}
 	if f.listen != "127.0.0.1:8000" || f.stats != time.Second {
 		t.Errorf("defaults: -listen %q, -stats %v, want 127.0.0.1:8000, 1s", f.listen, f.stats)
+	}
+}
+
+// TestProxyDefaults: with no model or capacity flags the command configures
+// exactly faultproxy.Config's zero value, so the command and the package
+// share one default.
+func TestProxyDefaults(t *testing.T) {
+	f, err := parseProxy([]string{"-target", "http://127.0.0.1:8001"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(f.cfg, faultproxy.Config{}); diff != "" {
+		t.Errorf("defaults differ from faultproxy.Config{} (-got +want):\n%s", diff)
+	}
+}
+
+// TestProxyLowCapacityThrottles is the user: 300 writes against a
+// capacity of 10 WCU, through the command with nothing but the capacity
+// given, in either model. Both keep one second of unused capacity by
+// default, so the run is throttled (with DynamoDB's 300 s of burst, the
+// partition model admitted all 300).
+func TestProxyLowCapacityThrottles(t *testing.T) {
+	bin := buildCLI(t)
+	srv := dynashardtest.Start(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"per-key model, -wcu 10", []string{"-wcu", "10", "-rcu", "10"}},
+		{"partition model, a table of 10 WCU", []string{"-model", "partitioned"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startCLIProxy(t, bin, append([]string{"-target", srv.Endpoint(), "-listen", "127.0.0.1:0", "-stats", "0"}, tc.args...)...)
+			via := dynashardtest.Start(t, func(o *dynashardtest.Options) { o.Endpoint = p.url })
+			ctx := context.Background()
+			table := dynashardtest.TableName("low")
+			if err := via.CreateTable(ctx, provisionedTable(table, 10, 10)); err != nil {
+				t.Fatal(err)
+			}
+			c := via.Client(func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+			throttled := 0
+			for i := range 300 {
+				_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item(i % 3)})
+				var pte *types.ProvisionedThroughputExceededException
+				switch {
+				case errors.As(err, &pte):
+					throttled++
+				case err != nil:
+					t.Fatal(err)
+				}
+			}
+			if throttled == 0 {
+				t.Errorf("300 writes against 10 WCU: none throttled")
+			}
+		})
 	}
 }

@@ -18,7 +18,11 @@ const (
 )
 
 // Config selects what the proxy models and injects. The zero Config forwards
-// every request unchanged: no capacity limits and no faults.
+// every request unchanged: no capacity limits and no faults. Its model is
+// PerKey, which the dynashard proxy command defaults to as well; setting a
+// low WCU or RCU (or, with Partitioned, giving a table a low throughput)
+// throttles within seconds, since both models keep one second of unused
+// capacity by default.
 //
 // Capacity applies to every request, like the service's own limits: Model
 // selects the per-key model (WCU, RCU, Burst) or the partition model
@@ -47,7 +51,9 @@ type Config struct {
 
 	// Burst is how much unused capacity a key keeps, as a duration of its
 	// rate: a key's bucket holds at most rate×Burst units and starts full.
-	// Zero means one second. (DynamoDB keeps up to 300 s, best effort.)
+	// Zero means one second, as PartitionConfig.BurstWindow's default, so
+	// that a low WCU or RCU throttles within seconds. (DynamoDB keeps up to
+	// 300 s, best effort.)
 	Burst time.Duration
 
 	// UnprocessedRate is the fraction of BatchWriteItem write requests and

@@ -59,7 +59,8 @@
 // partition and share its budget; raising throughput doubles the partition
 // count, and lowering it never merges them; a partition that fills splits
 // in two, each half with half the throughput; unused capacity is kept as
-// burst (up to 300 s); adaptive capacity may lend a hot partition the
+// burst (one second of it by default, DynamoDB's 300 s with
+// DynamoDBBurstWindow); adaptive capacity may lend a hot partition the
 // table's unused throughput after a delay; an on-demand table's partitions
 // are capped at the per-partition maxima only. A table's throughput comes
 // from the CreateTable and UpdateTable that pass through the proxy. A time
@@ -141,8 +142,10 @@
 //     that place, so distinct keys share a partition's budget as they do on
 //     DynamoDB. Stats.Tables shows each partition's range.
 //   - Throughput. Each partition has, for reads and for writes, a token
-//     bucket refilled at its share and holding BurstWindow of it (300 s by
-//     default: the burst capacity), starting full, and a bucket capping it
+//     bucket refilled at its share and holding BurstWindow of it (the burst
+//     capacity: 1 s by default, so that a low throughput throttles within
+//     seconds; DynamoDBBurstWindow, 300 s, is the service's), starting
+//     full, and a bucket capping it
 //     at 3,000 RCU / 1,000 WCU over one second, which burst and adaptive
 //     capacity never pass. A request is admitted while both are positive
 //     (or adaptive capacity lends, below) and charged in full, as in the

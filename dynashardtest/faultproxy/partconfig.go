@@ -37,8 +37,16 @@ const (
 )
 
 // Defaults of PartitionConfig.
+//
+// DefaultBurstWindow is one second, as Config.Burst's default is for the
+// per-key model, so that a test or a service that sets a low capacity is
+// throttled within seconds whichever model it picks: with DynamoDB's own
+// 300 s, a table of 10 WCU absorbs 3,000 units before its first throttle.
+// Set BurstWindow to DynamoDBBurstWindow to model the service's burst
+// capacity (the planner's bulk-load and hot-day questions do).
 const (
-	DefaultBurstWindow   = 300 * time.Second // DynamoDB keeps up to 300 s of unused capacity
+	DefaultBurstWindow   = time.Second       // one second of a partition's throughput, as Config.Burst's default
+	DynamoDBBurstWindow  = 300 * time.Second // DynamoDB keeps up to 300 s of unused capacity, best effort
 	DefaultAdaptiveDelay = 5 * time.Minute   // the low end of the guide's 5–30 minutes
 )
 
@@ -70,7 +78,8 @@ type PartitionConfig struct {
 
 	// BurstWindow is how much unused capacity a partition keeps, as a
 	// duration of its own throughput; a partition starts with it full.
-	// Zero means DefaultBurstWindow (300 s).
+	// Zero means DefaultBurstWindow (1 s); DynamoDBBurstWindow (300 s) is
+	// the service's.
 	BurstWindow time.Duration
 
 	// Adaptive selects the adaptive-capacity model; AdaptiveDelay is the

@@ -106,7 +106,7 @@ func firstThrottle(run []second) int {
 func TestPartitionAt150Percent(t *testing.T) {
 	var runs [][]second
 	for _, scale := range []float64{1, 50} {
-		m := newModel(t, PartitionConfig{Tables: map[TableKey]Throughput{guideTable: {RCU: 5000, WCU: 2000}}, TimeScale: scale})
+		m := newModel(t, PartitionConfig{Tables: map[TableKey]Throughput{guideTable: {RCU: 5000, WCU: 2000}}, TimeScale: scale, BurstWindow: DynamoDBBurstWindow})
 		hot := on(m, guideTable, 2)
 		runs = append(runs, play(m, scale, 0, 1800, load{hot, kindWrite, 10, 75}))
 		st := m.snapshot(t0)[guideTable].Partitions
@@ -331,5 +331,39 @@ func TestPartitionDefine(t *testing.T) {
 		if s.name == "on demand keeps partitions" && !m.snapshot(t0)[gsi].OnDemand {
 			t.Errorf("%s: the index did not switch to on demand", s.name)
 		}
+	}
+}
+
+// TestDefaultBurstWindow: the user sends 300 writes in a second to
+// a table of 10 WCU. With the default burst window (one second, as the
+// per-key model's Burst) most of them are throttled in that second; with
+// DynamoDB's 300 s, 3,000 saved units absorb them and the first throttle
+// comes only after 3,000 / (30 − 10) = 150 s of 30 writes per second.
+func TestDefaultBurstWindow(t *testing.T) {
+	small := TableKey{Table: "small"}
+	for _, tc := range []struct {
+		name  string
+		burst time.Duration
+		load  load
+		want  func(first int) bool
+		about string
+	}{
+		{"default, 300 writes in a second", 0, load{kd: kindWrite, perSec: 300, units: 1}, func(s int) bool { return s == 0 }, "in the first second"},
+		{"default, 30 writes per second", 0, load{kd: kindWrite, perSec: 30, units: 1}, func(s int) bool { return s >= 0 && s <= 1 }, "within 2 s"},
+		{"DynamoDB's, 300 writes in a second", DynamoDBBurstWindow, load{kd: kindWrite, perSec: 300, units: 1}, func(s int) bool { return s > 0 || s == -1 }, "not in the first second"},
+		{"DynamoDB's, 30 writes per second", DynamoDBBurstWindow, load{kd: kindWrite, perSec: 30, units: 1}, func(s int) bool { return s >= 145 && s <= 155 }, "after about 150 s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newModel(t, PartitionConfig{Tables: map[TableKey]Throughput{small: {RCU: 10, WCU: 10}}, BurstWindow: tc.burst})
+			l := tc.load
+			l.k = on(m, small, 0)
+			secs := 1
+			if l.perSec == 30 {
+				secs = 200
+			}
+			if first := firstThrottle(play(m, 1, 0, secs, l)); !tc.want(first) {
+				t.Errorf("first throttle at second %d, want one %s", first, tc.about)
+			}
+		})
 	}
 }
