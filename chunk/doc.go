@@ -36,7 +36,9 @@
 //	ChunkData         B  the stored payload, when inline
 //
 // Chunk items live in a table with a simple primary key of type S (named
-// "ChunkKey" unless Options.ChunkKeyAttribute says otherwise). A chunk's key
+// "ChunkKey" unless Options.ChunkKeyAttribute says otherwise;
+// Store.ChunkTableInput and Store.ParentTableInput describe both tables for
+// CreateTable). A chunk's key
 // is the parent's key values joined with '#', then the version and a 1-based
 // sequence number, as in the guide: parent ("DynamoDB", "Thread1") and
 // version V give chunks "DynamoDB#Thread1#V#1", "DynamoDB#Thread1#V#2", ….
