@@ -211,10 +211,10 @@ func (b *bencher) readStep(ctx context.Context, endpoint string, direct *dynamod
 			got, err := m.read(ctx)
 			d := time.Since(start)
 			if err != nil {
-				return r, fmt.Errorf("N=%d %s: %w", n, m.name, err)
+				return r, fmt.Errorf("read at N=%d, %s: %w", n, m.name, err)
 			}
 			if m.whole && got != total {
-				return r, fmt.Errorf("N=%d %s: read %d items, want %d", n, m.name, got, total)
+				return r, fmt.Errorf("read at N=%d, %s: %d items, want %d", n, m.name, got, total)
 			}
 			if i > 0 { // the first read warms connections and caches
 				times = append(times, d)

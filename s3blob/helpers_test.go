@@ -2,7 +2,6 @@ package s3blob_test
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -222,13 +221,6 @@ func (g *genReader) Read(p []byte) (int, error) {
 	fill(p, g.seed, g.off)
 	g.off += int64(len(p))
 	return len(p), nil
-}
-
-// randomBytes is incompressible input for tests that compress.
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
 }
 
 // later returns a clock d ahead of the real one.

@@ -58,7 +58,6 @@ func TestUnusableScatter(t *testing.T) {
 	})
 	t.Run("nil ctx", func(t *testing.T) {
 		c, sent := countingClient(unreachable)
-		//lint:ignore SA1012 a nil context is the input under test
 		for call, err := range callAll(newScatter(t, c, validLayout), nil) {
 			if !errors.Is(err, scatter.ErrInvalidQuery) {
 				t.Errorf("%s: got %v, want ErrInvalidQuery", call, err)

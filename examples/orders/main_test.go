@@ -331,8 +331,6 @@ func TestOrders(t *testing.T) {
 	})
 }
 
-func ignore[T any](_ T, err error) error { return err }
-
 func wantBadRequest(t *testing.T, what string, err error, field string) {
 	t.Helper()
 	var e *httpjson.Error

@@ -4,6 +4,8 @@
 // fs.ErrNotExist. Each public package re-exports them under its own name.
 package errs
 
+//lint:file-ignore ST1012 Invalid, NotFound and Conflict are family roots, not sentinels: every public package re-exports them as ErrInvalid, ErrNotFound and ErrConflict.
+
 import (
 	"errors"
 	"reflect"
