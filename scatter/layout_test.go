@@ -154,12 +154,13 @@ func TestLayoutChecked(t *testing.T) {
 		if err != nil || len(items) != 1 || items[0].Suffix != l.Strategy.Pick("id-007") {
 			t.Errorf("Lookup: got %v, %v, want id-007 in suffix %d", items, err, l.Strategy.Pick("id-007"))
 		}
-		// Another Scatter on the same client shares the verified record.
+		// Another Scatter shares the verified record: the cache is the
+		// process's (the writer above may have filled it already).
 		if _, err := newScatter(t, c, l).Count(context.Background(), "day"); err != nil {
 			t.Error(err)
 		}
-		if g := sent.of("GetItem"); g != 1 {
-			t.Errorf("got %d GetItem requests over every call, want 1", g)
+		if g := sent.of("GetItem"); g > 1 {
+			t.Errorf("got %d GetItem requests over every call, want at most 1", g)
 		}
 	})
 }
