@@ -76,8 +76,7 @@ func (r *Repo[T]) keyOf(pk, id string) chunk.Key {
 }
 
 func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]types.AttributeValue, cond expression.ConditionBuilder) error {
-	key, err := r.chunkKey(base, id)
-	if err != nil {
+	if _, err := r.chunkKey(base, id); err != nil { // checked before anything is sent
 		return err
 	}
 	attr := r.opts.Large.Attribute
@@ -104,7 +103,8 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 	if err := r.layout.Record(ctx, r.c, base); err != nil {
 		return err
 	}
-	if key, err = r.chunkKey(base, id); err != nil {
+	key, err := r.chunkKey(base, id)
+	if err != nil {
 		return err
 	}
 	_, err = r.opts.Large.Store.Put(ctx, key, data, func(o *chunk.PutOptions) {

@@ -2,7 +2,6 @@ package scatter_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -428,5 +427,3 @@ func suffixRange(n int) []int {
 	}
 	return s
 }
-
-var errorsIs = errors.Is

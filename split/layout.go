@@ -209,15 +209,15 @@ func (l Layout) checkShard(p Part) error {
 	}
 	switch {
 	case p.Table != "" && p.Table != sl.Table:
-		return fmt.Errorf("Table %q differs from Shard.Table %q", p.Table, sl.Table)
+		return fmt.Errorf("the part's Table %q differs from Shard.Table %q", p.Table, sl.Table)
 	case sl.Index != "":
-		return fmt.Errorf("Shard has Index %q: a part is written to its table", sl.Index)
+		return fmt.Errorf("the part's Shard has Index %q: a part is written to its table", sl.Index)
 	case sl.SortKey == "" || (sl.SortKeyType != "" && sl.SortKeyType != types.ScalarAttributeTypeS):
-		return fmt.Errorf("Shard needs a sort key of type S (the id)")
+		return fmt.Errorf("the part's Shard needs a sort key of type S (the id)")
 	case !shard.Calculated(sl.Strategy):
-		return fmt.Errorf("Shard strategy %v does not derive the suffix from the id: Get could not find the part", sl.Strategy)
+		return fmt.Errorf("the part's Shard strategy %v does not derive the suffix from the id: Get could not find the part", sl.Strategy)
 	case !sl.Unchecked:
-		return fmt.Errorf("Shard must be Unchecked: split computes keys at the strategy's N and does not read shard's layout record")
+		return fmt.Errorf("the part's Shard must be Unchecked: split computes keys at the strategy's N and does not read shard's layout record")
 	case l.SortKey == "" || keyType(l.PartitionKeyType) != types.ScalarAttributeTypeS || keyType(l.SortKeyType) != types.ScalarAttributeTypeS:
 		return fmt.Errorf("a sharded part needs a Layout with a partition key (the base) and a sort key (the id), both of type S")
 	}

@@ -34,11 +34,10 @@ type mItem struct {
 
 // mState is the model: a logical item exists whole or not at all.
 type mState struct {
-	exists  bool
-	a       string
-	av      int64
-	b, c    string
-	partial string // set only by a broken store: never in the model
+	exists bool
+	a      string
+	av     int64
+	b, c   string
 }
 
 type opKind int
