@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/parentio"
 )
 
 // Delete removes the parent item under key, with its caller attributes, and
@@ -44,7 +46,7 @@ func (s *Store) Delete(ctx context.Context, key Key, optFns ...func(*Options)) e
 			// else: either way it is gone.
 			return nil
 		}
-		_, err = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		_, err = parentio.From(ctx, s.c).DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName:                 &s.parents,
 			Key:                       key.item(),
 			ConditionExpression:       aws.String(cur.deleteCondition()),

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -34,6 +35,17 @@ type Key struct {
 	// for a table with a simple primary key.
 	SortName string
 	Sort     types.AttributeValue
+
+	// Name, if not empty, begins the item's chunk keys (and names its
+	// objects) in place of its rendered key values: an item that moves
+	// between keys keeps its chunks if every key it may have gives the
+	// same Name. Package repo names a large value after its logical key,
+	// so that shard.Rebalance can move the item. Sweep cannot tell the
+	// parent of a named chunk from its key, so it leaves named chunks and
+	// objects alone (SweepStats.Foreign): those a crashed Put left behind
+	// stay. A Name changes the guide's layout too, where a reader that
+	// knows only the guide derives chunk keys from the key values.
+	Name string
 }
 
 // String renders k for messages: its values joined with '#', quoted, as
@@ -55,8 +67,11 @@ func (k Key) item() map[string]types.AttributeValue {
 	return m
 }
 
-// validate checks k as DynamoDB would check a parent key.
+// validate checks k as DynamoDB would check a parent key, and its Name.
 func (k Key) validate() error {
+	if !utf8.ValidString(k.Name) {
+		return fmt.Errorf("%w: Name %q is not valid UTF-8", ErrInvalidKey, k.Name)
+	}
 	if k.PartitionName == "" {
 		return fmt.Errorf("%w: empty partition-key name", ErrInvalidKey)
 	}
@@ -94,6 +109,9 @@ func checkKeyValue(name string, v types.AttributeValue, isSortKey bool) error {
 func (k Key) prefix() (string, error) {
 	if err := k.validate(); err != nil {
 		return "", err
+	}
+	if k.Name != "" {
+		return k.Name, nil
 	}
 	p, err := renderKeyValue(k.Partition)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/parentio"
 )
 
 // PutOptions are per-call settings of Put and PutReader. The zero value
@@ -122,7 +123,7 @@ func (s *Store) readCurrent(ctx context.Context, key Key) (current, error) {
 		// attribute says the parent holds a payload.
 		proj, names["#i"] = proj+", #i", g.InlineAttribute
 	}
-	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{
+	out, err := parentio.From(ctx, s.c).GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                &s.parents,
 		Key:                      key.item(),
 		ConsistentRead:           aws.Bool(true),
@@ -624,7 +625,7 @@ func (w *write) deadline() time.Time { return w.start.Add(w.s.opts.Grace / 2) }
 func (w *write) flip(ctx context.Context, in *dynamodb.UpdateItemInput) error {
 	ctx, cancel := context.WithTimeout(ctx, w.deadline().Sub(w.s.clock()))
 	defer cancel()
-	_, err := w.s.c.UpdateItem(ctx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	_, err := parentio.From(ctx, w.s.c).UpdateItem(ctx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 	return err
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/parentio"
 )
 
 // Client is the part of *dynamodb.Client the store uses: plain reads and
@@ -631,7 +632,7 @@ func isReserved(name string) bool {
 // readParent reads the parent item. It returns ErrNotFound (wrapped) when
 // there is no payload.
 func (s *Store) readParent(ctx context.Context, key Key, consistent bool) (parent, error) {
-	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{
+	out, err := parentio.From(ctx, s.c).GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.parents,
 		Key:            key.item(),
 		ConsistentRead: &consistent,

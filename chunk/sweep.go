@@ -30,7 +30,7 @@ type SweepStats struct {
 	Young   int // chunks of versions younger than Grace, left alone
 	Current int // chunks of versions their parent holds
 	Deleted int // orphaned chunks deleted
-	Foreign int // items this package did not write, left alone
+	Foreign int // items this package did not write, and chunks of a Key with a Name, left alone
 	Parents int // consistent reads of parent items
 
 	// With Options.Objects, the objects under Options.ObjectPrefix, counted

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/parentio"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -106,11 +107,11 @@ func versionOf(av map[string]types.AttributeValue, name string) (int64, error) {
 	}
 }
 
-// Get returns the item with id under base: after the layout check
-// (shard.Layout.Shards), one GetItem on the physical key of the base's
-// newest shard count, then, if it is not there, on those of older counts
-// of the base's history (shard.Table.Get's order), plus the chunk reads of
-// a large attribute; or a cache hit. It returns an
+// Get returns the item with id under base, read as shard.Table.Get reads
+// it (after the layout check, one GetItem while the base's history puts
+// id at one key; a TransactGetItems snapshot of its keys with
+// ConsistentRead while there are several), plus the chunk reads of a
+// large attribute; or a cache hit. It returns an
 // error matching ErrNotFound if there is none. The value is the caller's
 // own, also on a cache hit: changing it changes nothing stored. Per call,
 // ConsistentRead applies to a Repo without a cache (a cache is always
@@ -153,57 +154,31 @@ func (r *Repo[T]) Get(ctx context.Context, base, id string, optFns ...func(*Opti
 	return r.decode(cloneItem(av))
 }
 
-// read checks the layout against base's record, then returns the stored
-// item with id under physical key pk, with its large attribute (if any) in
-// place.
+// read returns the stored item with id under base, with its large
+// attribute (if any) in place, read as shard.Table.Get reads it: after the
+// layout check against base's record, at the key the base's history puts
+// it (a snapshot of every such key with consistent, while there are
+// several).
 func (r *Repo[T]) read(ctx context.Context, base, pk, id string, consistent bool) (map[string]types.AttributeValue, error) {
-	pks, err := r.keys(ctx, base, id)
+	pc, err := parentio.ForItem(r.table, base, id)
 	if err != nil {
 		return nil, err
 	}
-	table := r.layout.Table
-	for _, at := range pks {
-		key := map[string]types.AttributeValue{
-			r.layout.PartitionKey: &types.AttributeValueMemberS{Value: at},
-			r.layout.SortKey:      &types.AttributeValueMemberS{Value: id},
-		}
-		out, err := r.c.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(consistent),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("repo: GetItem table %s key %q id %q: %w", table, at, id, err)
-		}
-		if out.Item == nil {
-			continue
-		}
-		if r.opts.Large == nil {
-			return out.Item, nil
-		}
-		return r.readLarge(ctx, at, id, out.Item, consistent)
-	}
-	return nil, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, table, pks[0], id)
-}
-
-// keys checks the layout against base's record (shard.Layout.Shards) and
-// returns the physical keys that may hold id: one per count of the base's
-// shard-count history, newest first, each once (shard.Table.Get's order).
-func (r *Repo[T]) keys(ctx context.Context, base, id string) ([]string, error) {
-	h, err := r.layout.Shards(ctx, r.c, base)
+	out, err := pc.GetItem(ctx, &dynamodb.GetItemInput{ConsistentRead: aws.Bool(consistent)})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("repo: get table %s id %q: %w", r.layout.Table, id, err)
 	}
-	var pks []string
-	for i := len(h) - 1; i >= 0; i-- {
-		s := r.layout.Strategy
-		if rs, ok := s.(shard.Resizable); ok && h[i] != s.N() {
-			s = rs.WithN(h[i])
-		}
-		pk := r.layout.Codec.Key(base, s.Pick(id))
-		if !slices.Contains(pks, pk) {
-			pks = append(pks, pk)
-		}
+	if out.Item == nil {
+		return nil, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, r.layout.Table, pk, id)
 	}
-	return pks, nil
+	if r.opts.Large == nil {
+		return out.Item, nil
+	}
+	at, _ := out.Item[r.layout.PartitionKey].(*types.AttributeValueMemberS)
+	if at == nil {
+		return nil, fmt.Errorf("repo: table %s id %q: stored item lacks its key %q", r.layout.Table, id, r.layout.PartitionKey)
+	}
+	return r.readLarge(ctx, base, at.Value, id, out.Item, consistent)
 }
 
 // Delete removes the item with id under base, after the layout check

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/chunk"
+	"github.com/dynashard/dynashard/internal/parentio"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -27,11 +28,19 @@ import (
 // Get reads the item itself, with the Repo's consistency (strongly
 // consistent to fill the cache, else as Options.ConsistentRead says),
 // whatever the store's ConsistentRead option says; the store then reads
-// the chunks the item names. The item is written through the store, not
-// through shard.Table, so the Repo checks the layout itself: Put records
-// or checks the base's layout record (shard.Layout.Record) before writing
-// anything, Get and Delete check it (shard.Layout.Verify) before reading
-// or deleting.
+// the chunks the item names. Put records or checks the base's layout
+// record (shard.Layout.Record) before writing anything.
+//
+// The store reads, switches and deletes the item where the base's
+// shard-count history puts it, as shard.Table's Get, Update and Delete
+// do: while a Reshard leaves the item several keys, its switch is one
+// TransactWriteItems with checks on the other keys (so a version check
+// runs on the one copy, wherever it is). With a checked layout the chunks
+// (and S3 objects) are named after the item's logical key (base and id;
+// chunk.Key.Name), not its physical key, so that shard.Rebalance moves
+// the item without separating it from its value; Sweep leaves such
+// chunks alone. With an Unchecked layout, whose items never move, they
+// are named as the guide names them, after the physical key.
 //
 // The zero value has no store; New refuses it.
 type LargeField struct {
@@ -65,14 +74,36 @@ func (r *Repo[T]) chunkKey(base, id string) (chunk.Key, error) {
 	if err != nil {
 		return chunk.Key{}, err
 	}
-	return r.keyOf(pk, id), nil
+	return r.keyOf(base, pk, id), nil
 }
 
-func (r *Repo[T]) keyOf(pk, id string) chunk.Key {
-	return chunk.Key{
+// keyOf is the chunk key of id under base at physical key pk. With a
+// checked layout its Name is the item's logical key, the same at every
+// physical key the item may have, so that a move by Rebalance keeps the
+// item's chunks (and objects) its own; the suffix 0 is one no shard count
+// gives. An Unchecked layout has no history and its items never move:
+// their chunks are named after the physical key, as the guide names them.
+func (r *Repo[T]) keyOf(base, pk, id string) chunk.Key {
+	k := chunk.Key{
 		PartitionName: r.layout.PartitionKey, Partition: &types.AttributeValueMemberS{Value: pk},
 		SortName: r.layout.SortKey, Sort: &types.AttributeValueMemberS{Value: id},
 	}
+	if !r.layout.Unchecked {
+		k.Name = r.layout.Codec.Key(base, 0) + "#" + id
+	}
+	return k
+}
+
+// placed returns ctx with the item's parent requests going through shard's
+// placement (internal/parentio): the chunk store reads, switches and
+// deletes the parent where the base's history puts the item, in one
+// transaction with checks on its other keys while there are several.
+func (r *Repo[T]) placed(ctx context.Context, base, id string) (context.Context, error) {
+	pc, err := parentio.ForItem(r.table, base, id)
+	if err != nil {
+		return nil, err
+	}
+	return parentio.With(ctx, pc), nil
 }
 
 func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]types.AttributeValue, cond expression.ConditionBuilder) error {
@@ -107,7 +138,11 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 	if err != nil {
 		return err
 	}
-	_, err = r.opts.Large.Store.Put(ctx, key, data, func(o *chunk.PutOptions) {
+	pctx, err := r.placed(ctx, base, id)
+	if err != nil {
+		return err
+	}
+	_, err = r.opts.Large.Store.Put(pctx, key, data, func(o *chunk.PutOptions) {
 		o.Attributes = av
 		o.Condition = cond
 	})
@@ -117,8 +152,8 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 // readLarge completes an item Get has read (with the consistency it chose,
 // whatever the store's ConsistentRead says): the payload is inline in it
 // or in the chunks it names.
-func (r *Repo[T]) readLarge(ctx context.Context, pk, id string, item map[string]types.AttributeValue, strong bool) (map[string]types.AttributeValue, error) {
-	key := r.keyOf(pk, id)
+func (r *Repo[T]) readLarge(ctx context.Context, base, pk, id string, item map[string]types.AttributeValue, strong bool) (map[string]types.AttributeValue, error) {
+	key := r.keyOf(base, pk, id)
 	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item, chunkRead(strong))
 	if errors.Is(err, chunk.ErrNotFound) {
 		// The item exists but holds no payload: not one this Repo wrote.
@@ -142,7 +177,7 @@ func (r *Repo[T]) resolveLarge(ctx context.Context, base string, item map[string
 		return nil, err
 	}
 	if pk, ok := item[r.layout.PartitionKey].(*types.AttributeValueMemberS); ok {
-		key = r.keyOf(pk.Value, id.Value) // where the item is, whatever the base's newest N
+		key = r.keyOf(base, pk.Value, id.Value) // where the item is, whatever the base's newest N
 	}
 	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item, chunkRead(strong))
 	if err != nil {
@@ -178,17 +213,13 @@ func (r *Repo[T]) assemble(key chunk.Key, data []byte, attrs map[string]types.At
 // deleteLarge deletes the item and its chunks through the store, which
 // returns nil for an absent item, after the layout check.
 func (r *Repo[T]) deleteLarge(ctx context.Context, base, id string) error {
-	if _, err := r.chunkKey(base, id); err != nil {
-		return err
-	}
-	pks, err := r.keys(ctx, base, id)
+	key, err := r.chunkKey(base, id)
 	if err != nil {
 		return err
 	}
-	for _, pk := range pks { // every count's key: no older copy survives
-		if err := r.opts.Large.Store.Delete(ctx, r.keyOf(pk, id)); err != nil {
-			return err
-		}
+	pctx, err := r.placed(ctx, base, id)
+	if err != nil {
+		return err
 	}
-	return nil
+	return r.opts.Large.Store.Delete(pctx, key)
 }

@@ -1,10 +1,15 @@
 package scatter
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash"
+	"hash/fnv"
 	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -30,6 +35,9 @@ func (r *run) nextOne() (Item, bool, error) {
 	first := r.last == nil
 	for {
 		it, ok, err := r.next()
+		if err == nil && ok && r.movedFrom(it) {
+			continue // the cursor's own item, moved since: returned already
+		}
 		if err != nil || !ok || !r.p.copies {
 			return it, ok, err
 		}
@@ -65,6 +73,98 @@ func (r *run) resumedCopy(it Item) bool {
 	}
 	prev := map[string]types.AttributeValue{r.p.skAttr: r.from.key[r.p.skIndex]}
 	return shard.Calculated(r.p.l.Strategy) && r.p.sameSortKey(it.Attrs, prev)
+}
+
+// movedFrom reports whether it, taken by an ordered Page resumed from a
+// cursor, is the item the cursor's position names, found in another shard:
+// a Rebalance moved it there since the cursor was made, to a shard that
+// reads the position's sort key inclusively. Its sort key and its digest
+// (every attribute but the partition key) tell it from another item with
+// that sort key. Only items with the position's sort key, the first the
+// Page takes, are digested.
+func (r *run) movedFrom(it Item) bool {
+	f := r.from
+	if !r.fromID.ok || f == nil || !r.p.ordered || r.p.skIndex < 0 || it.Suffix == r.p.suffixes[f.ord] {
+		return false
+	}
+	prev := map[string]types.AttributeValue{r.p.skAttr: f.key[r.p.skIndex]}
+	return r.p.sameSortKey(it.Attrs, prev) && r.p.itemDigest(it.Attrs) == r.fromID.digest
+}
+
+// itemDigest is a 64-bit FNV-1a hash of item's attributes but the
+// partition key, in a canonical form (names sorted, set members sorted):
+// equal for an item and its copy at another physical key.
+func (p *plan) itemDigest(item map[string]types.AttributeValue) uint64 {
+	h := fnv.New64a()
+	names := slices.Sorted(maps.Keys(item))
+	for _, name := range names {
+		if name == p.pkAttr {
+			continue
+		}
+		writeField(h, []byte(name))
+		writeValue(h, item[name])
+	}
+	return h.Sum64()
+}
+
+func writeField(h hash.Hash64, b []byte) {
+	var n [binary.MaxVarintLen64]byte
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
+	h.Write(b)
+}
+
+func writeValue(h hash.Hash64, v types.AttributeValue) {
+	set := func(tag byte, members [][]byte) {
+		slices.SortFunc(members, bytes.Compare)
+		h.Write([]byte{tag})
+		writeField(h, binary.AppendUvarint(nil, uint64(len(members))))
+		for _, m := range members {
+			writeField(h, m)
+		}
+	}
+	strs := func(ss []string) [][]byte {
+		out := make([][]byte, len(ss))
+		for i, s := range ss {
+			out[i] = []byte(s)
+		}
+		return out
+	}
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		h.Write([]byte{'S'})
+		writeField(h, []byte(v.Value))
+	case *types.AttributeValueMemberN:
+		h.Write([]byte{'N'})
+		writeField(h, []byte(v.Value))
+	case *types.AttributeValueMemberB:
+		h.Write([]byte{'B'})
+		writeField(h, v.Value)
+	case *types.AttributeValueMemberBOOL:
+		h.Write([]byte{'T', map[bool]byte{false: 0, true: 1}[v.Value]})
+	case *types.AttributeValueMemberNULL:
+		h.Write([]byte{'0'})
+	case *types.AttributeValueMemberSS:
+		set('s', strs(v.Value))
+	case *types.AttributeValueMemberNS:
+		set('n', strs(v.Value))
+	case *types.AttributeValueMemberBS:
+		set('b', slices.Clone(v.Value))
+	case *types.AttributeValueMemberL:
+		h.Write([]byte{'L'})
+		writeField(h, binary.AppendUvarint(nil, uint64(len(v.Value))))
+		for _, e := range v.Value {
+			writeValue(h, e)
+		}
+	case *types.AttributeValueMemberM:
+		h.Write([]byte{'M'})
+		for _, k := range slices.Sorted(maps.Keys(v.Value)) {
+			writeField(h, []byte(k))
+			writeValue(h, v.Value[k])
+		}
+		h.Write([]byte{'m'})
+	default:
+		h.Write([]byte{'?'})
+	}
 }
 
 func (p *plan) sameSortKey(a, b map[string]types.AttributeValue) bool {

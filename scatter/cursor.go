@@ -34,7 +34,10 @@ import (
 // shard.Layout.Reshard resumes exactly after it, the new shards being read
 // from the recorded position on. Only a Rebalance that shrinks a base
 // retires suffixes; a cursor positioned in one of them is then rejected
-// (CursorOutOfRange) after the layout check.
+// (CursorOutOfRange) after the layout check. An ordered cursor also
+// records an 8-byte digest of the item it stopped at (its attributes but
+// the partition key), so that if a shard.Rebalance moves that item to a
+// shard the merge reads after it, the next Page does not return it again.
 type Cursor string
 
 // CursorReason says why a cursor was rejected.
@@ -97,8 +100,9 @@ func (e *CursorError) Unwrap() error { return ErrInvalidCursor }
 // Cursor layout (version 2), base64url without padding:
 //
 //	version    byte (2)
-//	flags      byte (bit 0: signed)
+//	flags      byte (bit 0: signed; bit 1: digest follows)
 //	query      [16]byte fingerprint of the plan
+//	digest     [8]byte, if flagged: of the item at the default position
 //	default    position: where every shard resumes unless listed below
 //	count      uvarint, shards listed
 //	per shard, in ascending suffix order, only shards whose place differs:
@@ -112,6 +116,7 @@ func (e *CursorError) Unwrap() error { return ErrInvalidCursor }
 const (
 	cursorVersion = 2
 	flagSigned    = 1
+	flagDigest    = 2
 	macSize       = sha256.Size
 	headerSize    = 2 + 16
 	// maxKeyValue bounds one key value in a cursor: DynamoDB's partition key
@@ -124,6 +129,11 @@ const (
 type resume struct {
 	def    *position
 	starts []*position // by ordinal; nil slice: every shard at def
+	// digest is itemDigest of the item at def, if known: a copy of it
+	// that a Rebalance moved to a shard read inclusively of def's key is
+	// that item, not another with the same key.
+	digest    uint64
+	hasDigest bool
 }
 
 func cursorErr(r CursorReason, format string, args ...any) error {
@@ -136,8 +146,14 @@ func encodeCursor(p *plan, res resume, key []byte) (Cursor, error) {
 	if len(key) > 0 {
 		flags |= flagSigned
 	}
+	if res.hasDigest {
+		flags |= flagDigest
+	}
 	b = append(b, cursorVersion, flags)
 	b = append(b, p.fingerprint[:]...)
+	if res.hasDigest {
+		b = binary.BigEndian.AppendUint64(b, res.digest)
+	}
 	b, err := appendPosition(b, p, res.def)
 	if err != nil {
 		return "", err
@@ -193,12 +209,18 @@ func appendPosition(b []byte, p *plan, pos *position) ([]byte, error) {
 // a request: structure, signature, binding, and that every position is one
 // DynamoDB accepts for this query.
 func decodeCursor(p *plan, c Cursor, key []byte) (resume, error) {
-	b, err := cursorBody(p, c, key)
+	b, flags, err := cursorBody(p, c, key)
 	if err != nil {
 		return resume{}, err
 	}
-	r := reader{b: b}
 	res := resume{starts: make([]*position, len(p.suffixes))}
+	if flags&flagDigest != 0 {
+		if len(b) < 8 {
+			return resume{}, cursorErr(CursorMalformed, "truncated digest")
+		}
+		res.digest, res.hasDigest, b = binary.BigEndian.Uint64(b), true, b[8:]
+	}
+	r := reader{b: b}
 	if res.def, err = r.position(p); err != nil {
 		return resume{}, err
 	}
@@ -222,32 +244,32 @@ func decodeCursor(p *plan, c Cursor, key []byte) (resume, error) {
 }
 
 // cursorBody decodes c and checks its version, signature and binding,
-// returning what follows the header.
-func cursorBody(p *plan, c Cursor, key []byte) ([]byte, error) {
+// returning what follows the header, and the flags.
+func cursorBody(p *plan, c Cursor, key []byte) ([]byte, byte, error) {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(string(c))
 	if err != nil {
-		return nil, cursorErr(CursorMalformed, "not base64url: %v", err)
+		return nil, 0, cursorErr(CursorMalformed, "not base64url: %v", err)
 	}
 	if len(b) < 1 {
-		return nil, cursorErr(CursorMalformed, "empty")
+		return nil, 0, cursorErr(CursorMalformed, "empty")
 	}
 	if b[0] != cursorVersion {
-		return nil, cursorErr(CursorVersion, "version %d", b[0])
+		return nil, 0, cursorErr(CursorVersion, "version %d", b[0])
 	}
 	if len(b) < headerSize {
-		return nil, cursorErr(CursorMalformed, "truncated header (%d bytes)", len(b))
+		return nil, 0, cursorErr(CursorMalformed, "truncated header (%d bytes)", len(b))
 	}
 	flags := b[1]
-	if flags&^flagSigned != 0 {
-		return nil, cursorErr(CursorMalformed, "unknown flags %#x", flags)
+	if flags&^(flagSigned|flagDigest) != 0 {
+		return nil, 0, cursorErr(CursorMalformed, "unknown flags %#x", flags)
 	}
 	if b, err = verify(b, flags&flagSigned != 0, key); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if [16]byte(b[2:headerSize]) != p.fingerprint {
-		return nil, cursorErr(CursorForeign, "")
+		return nil, 0, cursorErr(CursorForeign, "")
 	}
-	return b[headerSize:], nil
+	return b[headerSize:], flags, nil
 }
 
 // verify checks b's signature against key and returns b without it.

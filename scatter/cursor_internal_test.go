@@ -107,6 +107,9 @@ func TestCursorRoundTrip(t *testing.T) {
 		if trial%2 == 1 {
 			key = testKey
 		}
+		if trial%3 == 0 {
+			pos.digest, pos.hasDigest = r.Uint64(), true
+		}
 		c, err := encodeCursor(p, pos, key)
 		if err != nil {
 			t.Fatal(err)
@@ -117,6 +120,9 @@ func TestCursorRoundTrip(t *testing.T) {
 		}
 		if render(got) != render(pos) {
 			t.Fatalf("trial %d: got\n%s\nwant\n%s", trial, render(got), render(pos))
+		}
+		if got.digest != pos.digest || got.hasDigest != pos.hasDigest {
+			t.Fatalf("trial %d: digest %x %v, want %x %v", trial, got.digest, got.hasDigest, pos.digest, pos.hasDigest)
 		}
 	}
 }

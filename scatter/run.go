@@ -31,6 +31,10 @@ type run struct {
 	m      merger
 	shards []shardState
 	from   *position // the cursor's default position; nil: the beginning
+	fromID struct {  // itemDigest of the item at from, if the cursor has it
+		digest uint64
+		ok     bool
+	}
 
 	limit    int // items still wanted; -1: no limit
 	maxPgs   int // pages per shard; 0: no limit
@@ -95,6 +99,7 @@ func (s *Scatter) newRun(ctx context.Context, p *plan, from resume, limit, maxPa
 		limit:  limit,
 		maxPgs: maxPages,
 	}
+	r.fromID.digest, r.fromID.ok = from.digest, from.hasDigest
 	r.lim, r.learnt = s.limiter(concurrency(p.o, n))
 	r.fan.init(n, r.lim, s.backedOff, r.fetch)
 	for i := range r.shards {

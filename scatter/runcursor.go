@@ -27,8 +27,12 @@ func (r *run) cursor() (Cursor, error) {
 		}
 	}
 	res := resume{def: r.from, starts: make([]*position, len(r.shards))}
+	res.digest, res.hasDigest = r.fromID.digest, r.fromID.ok
 	if r.p.ordered {
 		res.def = r.p.later(res.def, last)
+		if res.def == last && last != nil {
+			res.digest, res.hasDigest = r.p.itemDigest(r.lastItem), true
+		}
 	}
 	for i := range r.shards {
 		pos, err := r.reached(&r.shards[i], last)

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -292,18 +293,17 @@ func (t *Table[T]) report(ctx context.Context, base string, attempts, throttled 
 	}
 }
 
-// attempts counts a request's SDK attempts and the throttled ones.
+// attempts counts a request's SDK attempts and the throttled ones, and
+// notes an attempt that may have been applied though it failed.
 type attempts struct {
 	mu             sync.Mutex
 	sent, throttle int
+	maybeApplied   bool
 }
 
 // observe returns a per-request option that counts every attempt the
-// SDK's retryer makes in attempts, when the Table has a Grower.
+// SDK's retryer makes in a.
 func (t *Table[T]) observe(a *attempts) func(*dynamodb.Options) {
-	if t.opts.Grower == nil {
-		return func(*dynamodb.Options) {}
-	}
 	return func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
 			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("dynashard/attempts",
@@ -311,14 +311,29 @@ func (t *Table[T]) observe(a *attempts) func(*dynamodb.Options) {
 					out, md, err := next.HandleFinalize(ctx, in)
 					a.mu.Lock()
 					a.sent++
-					if backoff.IsThrottle(err) {
+					switch {
+					case backoff.IsThrottle(err):
 						a.throttle++
+					case err != nil && !refused(err):
+						a.maybeApplied = true
 					}
 					a.mu.Unlock()
 					return out, md, err
 				}), middleware.After)
 		})
 	}
+}
+
+// refused reports whether err is an HTTP 4xx response: a request the
+// service refused without applying it. Any other failure (a reset
+// connection, a timeout, a 5xx) may come after the write was applied.
+func refused(err error) bool {
+	var re interface{ HTTPStatusCode() int }
+	if !errors.As(err, &re) {
+		return false
+	}
+	code := re.HTTPStatusCode()
+	return code >= 400 && code < 500
 }
 
 // reportAttempts reports what a's request saw; a client that ignores

@@ -84,6 +84,14 @@
 //     copy. An eventually consistent Get tries the keys one GetItem at a
 //     time, newest count first, and confirms a miss with a
 //     TransactGetItems, so it never misses an item that exists.
+//   - Large values. A repo.Repo's large value is stored through a chunk
+//     store whose requests on the item itself (read, switch, delete) are
+//     these reads and writes, so its switch is one such write and its
+//     version check runs on the one copy; its chunks are named after the
+//     item's logical key (base and id), not its physical key, so a move
+//     keeps them the item's.
+//   - Cursors. A scatter cursor resumes after its own item, also when a
+//     Rebalance has moved that item to a shard the merge reads later.
 //
 // Why the races of plain put-then-delete moves cannot happen: a write in
 // flight across a Rebalance is fenced (it lands before the sweep starts,

@@ -11,8 +11,13 @@ var (
 	ErrInvalid = errs.Invalid
 	// ErrNotFound reports that no item has the key asked for.
 	ErrNotFound = errs.NotFound
-	// ErrConflict reports a write whose condition failed; the SDK's
-	// *types.ConditionalCheckFailedException is wrapped with it.
+	// ErrConflict reports a write whose condition failed, so that it was
+	// not applied; the SDK's *types.ConditionalCheckFailedException is
+	// wrapped with it. A conditional write whose condition failed only on
+	// an SDK retry, after an attempt that may have been applied (a reset
+	// connection, a timeout, a 5xx), cannot tell whether it failed on its
+	// own result: it returns an error saying the outcome is unknown, which
+	// does not match ErrConflict, as for any write cut off.
 	ErrConflict = errs.Conflict
 
 	// ErrInvalidLayout reports a Layout that cannot describe a table.

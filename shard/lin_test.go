@@ -1,6 +1,7 @@
 package shard_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -8,6 +9,7 @@ import (
 	"iter"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -20,9 +22,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
+	"github.com/dynashard/dynashard/repo"
 	"github.com/dynashard/dynashard/scatter"
 	"github.com/dynashard/dynashard/shard"
 )
@@ -50,7 +54,12 @@ const (
 	linDeleteIf // if amount = expect
 	linGet      // consistent
 	linLoad     // one item of a Load: amount = arg
+	linKinds    = iota
 )
+
+func (k linKind) String() string {
+	return [...]string{"Put", "PutNew", "Update", "UpdateIf", "Delete", "DeleteIf", "Get", "Load"}[k]
+}
 
 // linOp is one call on one item; unknown is a write whose outcome is not
 // known (it may take effect at any time after call, or never).
@@ -74,7 +83,13 @@ type linState struct {
 func (op linOp) step(s linState) (linState, bool) {
 	holds := s.exists && s.amount == op.expect
 	switch op.kind {
-	case linPut, linUpdate, linLoad:
+	case linPut, linUpdate, linLoad, linDelete:
+		if op.conflict { // refused (another write came between): not applied
+			return s, true
+		}
+		if op.kind == linDelete {
+			return linState{}, true
+		}
 		return linState{true, op.arg}, true
 	case linPutNew:
 		if op.unknown {
@@ -102,8 +117,6 @@ func (op linOp) step(s linState) (linState, bool) {
 			return s, !holds
 		}
 		return next, holds
-	case linDelete:
-		return linState{}, true
 	case linGet:
 		return s, op.found == s.exists && (!s.exists || op.got == s.amount)
 	}
@@ -264,6 +277,15 @@ func TestLinearizableResharding(t *testing.T) {
 		t.Fatal(err)
 	}
 	bases, ids := []string{"b1", "b2"}, []string{"i0", "i1", "i2", "i3", "i4"}
+	const largeBase = "L1" // a repo.Repo's items with a large value in chunks
+	st, err := chunk.New(client(), name, s.Table(t, "ChunkKey:S"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := repo.New[linDoc](client(), l, func(o *repo.Options) { o.Large = &repo.LargeField{Attribute: "body", Store: st} })
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &linRecorder{start: time.Now(), ops: map[string][]linOp{}}
 	ctx, stop := context.WithTimeout(context.Background(), d)
 	defer stop()
@@ -272,8 +294,9 @@ func TestLinearizableResharding(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() { linWorker(ctx, rec, tables[w%2], bases, ids, &value, uint64(w)) })
 	}
-	wg.Go(func() { linResharder(ctx, t, client(), l, bases, 99) })
-	wg.Go(func() { linReader(ctx, rec, sc, bases) })
+	wg.Go(func() { linLargeWorker(ctx, rec, docs, largeBase, ids, &value, 5) })
+	wg.Go(func() { linResharder(ctx, t, client(), l, append(bases, largeBase), 99) })
+	wg.Go(func() { linReader(ctx, rec, sc, append(bases, largeBase)) })
 	wg.Wait()
 
 	// Quiescence: what every id holds now, by Get and by scatter.
@@ -288,6 +311,19 @@ func TestLinearizableResharding(t *testing.T) {
 			}
 			op.found, op.got = err == nil, o.Amount
 			rec.add(base+"/"+id, op)
+		}
+	}
+	for _, id := range ids {
+		op := linOp{kind: linGet, call: rec.now()}
+		d, err := docs.Get(final, largeBase, id, func(o *repo.Options) { o.ConsistentRead = true })
+		op.ret = rec.now()
+		if err != nil && !errors.Is(err, shard.ErrNotFound) {
+			t.Fatalf("final Get %s/%s: %v", largeBase, id, err)
+		}
+		op.found, op.got = err == nil, d.value()
+		rec.add(largeBase+"/"+id, op)
+		if found := slices.ContainsFunc(scatterIDs(t, sc, largeBase), func(s string) bool { return s == id }); found != op.found {
+			t.Errorf("%s/%s: Get found it: %v, scatter found it: %v", largeBase, id, op.found, found)
 		}
 	}
 	checkHistories(t, rec)
@@ -327,10 +363,35 @@ func checkHistories(t *testing.T, rec *linRecorder) {
 	for key, ops := range rec.ops {
 		total += len(ops)
 		if !linearizable(append([]linOp(nil), ops...)) {
-			t.Errorf("%s: history not linearizable:\n%s", key, dumpOps(ops))
+			t.Errorf("%s: history not linearizable; its shortest such prefix ends:\n%s", key, dumpOps(shortestBad(ops)))
 		}
 	}
 	t.Logf("%d operations on %d items checked", total, len(rec.ops))
+}
+
+// shortestBad returns the last ops of the shortest prefix of ops (in
+// invocation order) that is not linearizable even when every op still
+// running at the prefix's last invocation is taken as of unknown outcome
+// (a read then says nothing): the history breaks on that prefix.
+func shortestBad(ops []linOp) []linOp {
+	ops = slices.Clone(ops)
+	sort.Slice(ops, func(i, j int) bool { return ops[i].call < ops[j].call })
+	prefix := func(n int) []linOp {
+		end := ops[n-1].call
+		var p []linOp
+		for _, op := range ops[:n] {
+			if op.ret > end {
+				if op.kind == linGet {
+					continue
+				}
+				op.unknown, op.ret = true, math.MaxInt64
+			}
+			p = append(p, op)
+		}
+		return p
+	}
+	n := sort.Search(len(ops), func(n int) bool { return !linearizable(prefix(n + 1)) }) + 1
+	return ops[max(0, n-16):min(n, len(ops))]
 }
 
 func dumpOps(ops []linOp) string {
@@ -341,7 +402,7 @@ func dumpOps(ops []linOp) string {
 		if op.ret != math.MaxInt64 {
 			ret = fmt.Sprint(time.Duration(op.ret))
 		}
-		out += fmt.Sprintf("  %v..%s kind=%d arg=%d expect=%d conflict=%v unknown=%v found=%v got=%d\n",
+		out += fmt.Sprintf("  %v..%s %v arg=%d expect=%d conflict=%v unknown=%v found=%v got=%d\n",
 			time.Duration(op.call), ret, op.kind, op.arg, op.expect, op.conflict, op.unknown, op.found, op.got)
 	}
 	return out
@@ -352,7 +413,7 @@ func linWorker(ctx context.Context, rec *linRecorder, tbl *shard.Table[Order], b
 	for ctx.Err() == nil {
 		base, id := bases[rng.IntN(len(bases))], ids[rng.IntN(len(ids))]
 		v := int(value.Add(1))
-		op := linOp{kind: linKind(rng.IntN(8)), arg: v, call: rec.now()}
+		op := linOp{kind: linKind(rng.IntN(linKinds)), arg: v, call: rec.now()}
 		c := context.Background() // never cancelled mid-call: its outcome would be unknown for no reason
 		if op.kind == linUpdateIf || op.kind == linDeleteIf {
 			op.expect = int(value.Load()) - rng.IntN(6)
@@ -405,6 +466,75 @@ func loadOne(ctx context.Context, rec *linRecorder, tbl *shard.Table[Order], bas
 	outcome(&op, err, rec.now())
 	op.conflict = false // a Load has no condition
 	rec.add(base+"/"+id, op)
+}
+
+// linDoc is a repo item whose value is also in its large body, a chunked
+// payload: a read that pairs a value with another's body is caught.
+type linDoc struct {
+	ID     string `dynamodbav:"sk"`
+	Amount int    `dynamodbav:"amount"`
+	Body   []byte `dynamodbav:"body"`
+}
+
+func linBody(v int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("%09d|", v)), 600) } // 6,000 bytes: chunks
+
+// value is d's amount if its body agrees, else -1, which no write stores.
+func (d linDoc) value() int {
+	if !bytes.Equal(d.Body, linBody(d.Amount)) {
+		return -1
+	}
+	return d.Amount
+}
+
+// linLargeWorker is linWorker for a repo with a large field: Put, Create,
+// Delete and consistent Get.
+func linLargeWorker(ctx context.Context, rec *linRecorder, docs *repo.Repo[linDoc], base string, ids []string, value *atomic.Int64, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	kinds := []linKind{linPut, linPutNew, linDelete, linGet}
+	for ctx.Err() == nil {
+		id := ids[rng.IntN(len(ids))]
+		v := int(value.Add(1))
+		op := linOp{kind: kinds[rng.IntN(len(kinds))], arg: v, call: rec.now()}
+		c := context.Background()
+		var err error
+		switch op.kind {
+		case linPut:
+			_, err = docs.Put(c, base, linDoc{ID: id, Amount: v, Body: linBody(v)})
+		case linPutNew:
+			_, err = docs.Create(c, base, linDoc{ID: id, Amount: v, Body: linBody(v)})
+		case linDelete:
+			err = docs.Delete(c, base, id)
+		case linGet:
+			var d linDoc
+			d, err = docs.Get(c, base, id, func(o *repo.Options) { o.ConsistentRead = true })
+			op.ret = rec.now()
+			if err != nil && !errors.Is(err, shard.ErrNotFound) {
+				continue
+			}
+			op.found, op.got = err == nil, d.value()
+			rec.add(base+"/"+id, op)
+			continue
+		}
+		outcome(&op, err, rec.now())
+		rec.add(base+"/"+id, op)
+	}
+}
+
+// scatterIDs returns the ids scatter.All returns for base.
+func scatterIDs(t *testing.T, sc *scatter.Scatter, base string) []string {
+	t.Helper()
+	var ids []string
+	for item, err := range sc.All(context.Background(), base) {
+		var o Order
+		if err == nil {
+			err = item.Unmarshal(&o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, o.ID)
+	}
+	return ids
 }
 
 // linResharder grows and shrinks the bases and rebalances them, cutting

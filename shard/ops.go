@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -47,10 +48,10 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 	if _, err := ddbsize.CheckItem(av); err != nil { // the suffix may be longer
 		return t.itemErr(base, id, err)
 	}
-	_, err = t.write(ctx, v, base, id, keys, txOp{put: av, cond: c}, func(ctx context.Context, opt func(*dynamodb.Options)) error {
+	_, err = t.write(ctx, v, base, id, keys, txOp{put: av, cond: c}, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		in := &dynamodb.PutItemInput{TableName: aws.String(t.l.Table), Item: av}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
-		_, err := t.c.PutItem(ctx, in, opt)
+		_, err := t.c.PutItem(ctx, in, opts...)
 		return err
 	})
 	return err
@@ -165,7 +166,7 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 		}
 		op.update, op.cond = te.Update(), condition{te.Condition(), te.Names(), te.Values()}
 	}
-	pk, err := t.write(ctx, v, base, id, keys, op, func(ctx context.Context, opt func(*dynamodb.Options)) error {
+	pk, err := t.write(ctx, v, base, id, keys, op, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		out, err := t.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(t.l.Table),
 			Key:                       t.keyAt(keys[0], id),
@@ -174,7 +175,7 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 			ExpressionAttributeNames:  e.Names(),
 			ExpressionAttributeValues: e.Values(),
 			ReturnValues:              types.ReturnValueAllNew,
-		}, opt)
+		}, opts...)
 		if err == nil {
 			after = out.Attributes
 		}
@@ -219,10 +220,10 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 	if err != nil {
 		return err
 	}
-	_, err = t.write(ctx, v, base, id, keys, txOp{delete: true, cond: c}, func(ctx context.Context, opt func(*dynamodb.Options)) error {
+	_, err = t.write(ctx, v, base, id, keys, txOp{delete: true, cond: c}, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		in := &dynamodb.DeleteItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(keys[0], id)}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
-		_, err := t.c.DeleteItem(ctx, in, opt)
+		_, err := t.c.DeleteItem(ctx, in, opts...)
 		return err
 	})
 	return err
@@ -231,20 +232,39 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 // write sends one write of id under v: plain, at keys[0], when that is
 // the only key the history gives id; otherwise as a transaction (txWrite).
 // Either way it must be done by v's deadline. It returns the key written.
-func (t *Table[T]) write(ctx context.Context, v view, base, id string, keys []string, op txOp, plain func(context.Context, func(*dynamodb.Options)) error) (string, error) {
+// optFns apply to every request it sends.
+func (t *Table[T]) write(ctx context.Context, v view, base, id string, keys []string, op txOp, plain func(context.Context, []func(*dynamodb.Options)) error, optFns ...func(*dynamodb.Options)) (string, error) {
 	fctx, cancel := context.WithDeadline(ctx, v.deadline(t.l))
 	defer cancel()
 	var a attempts
+	optFns = append(slices.Clip(optFns), t.observe(&a))
 	pk, err := keys[0], error(nil)
 	if len(keys) == 1 {
-		if err = plain(fctx, t.observe(&a)); err != nil {
-			err = t.requestErr(opName(op), pk, id, err)
+		if err = plain(fctx, optFns); err != nil {
+			err = t.plainErr(opName(op), pk, id, &a, err)
 		}
 	} else {
-		pk, err = t.txWrite(fctx, base, id, keys, op, t.observe(&a))
+		pk, err = t.txWrite(fctx, base, id, keys, op, optFns...)
 	}
 	t.reportAttempts(ctx, base, &a, err)
 	return pk, t.late(ctx, err)
+}
+
+// plainErr is requestErr for a plain write, whose SDK retries may follow
+// an attempt that was applied but whose response was lost: a condition
+// that fails after such an attempt may have failed on the write's own
+// result, so the outcome is unknown, not a conflict. (A transaction is
+// safe: the SDK gives every attempt the same ClientRequestToken, and
+// DynamoDB answers a repeat with the first attempt's success.)
+func (t *Table[T]) plainErr(op, pk, id string, a *attempts, err error) error {
+	var ccf *types.ConditionalCheckFailedException
+	a.mu.Lock()
+	maybe := a.maybeApplied
+	a.mu.Unlock()
+	if maybe && errors.As(err, &ccf) {
+		return fmt.Errorf("shard: %s table %s key %q id %q: outcome unknown: an attempt that may have been applied was retried, and the retry's condition failed (%v)", op, t.l.Table, pk, id, err)
+	}
+	return t.requestErr(op, pk, id, err)
 }
 
 func opName(op txOp) string {

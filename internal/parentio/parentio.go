@@ -1,0 +1,43 @@
+// Package parentio sends a chunk store's requests on its parent items
+// through another package's placement of them, without a public API for
+// it: repo's large values go through shard's, so that the parent of a
+// large value is read, switched and deleted wherever the base's
+// shard-count history puts the item, and a move by shard.Rebalance or a
+// Reshard never separates a large value from its item.
+package parentio
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// Client sends the parent-item requests of one chunk call. GetItem,
+// UpdateItem and DeleteItem act on the item wherever it is, whatever the
+// request's Key says (the placement may add to an UpdateItem's SET
+// clause).
+type Client interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+type ctxKey struct{}
+
+// With returns ctx carrying c: a chunk call made with it sends its parent
+// requests through c.
+func With(ctx context.Context, c Client) context.Context {
+	return context.WithValue(ctx, ctxKey{}, c)
+}
+
+// From returns the Client ctx carries, or fallback.
+func From(ctx context.Context, fallback Client) Client {
+	if c, ok := ctx.Value(ctxKey{}).(Client); ok {
+		return c
+	}
+	return fallback
+}
+
+// ForItem returns the Client that places the item with id under base of a
+// *shard.Table (passed as any). Package shard sets it at init.
+var ForItem func(table any, base, id string) (Client, error)
