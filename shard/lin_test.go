@@ -215,8 +215,9 @@ func TestLinearizableCheckerRejects(t *testing.T) {
 type linRecorder struct {
 	mu    sync.Mutex
 	start time.Time
-	ops   map[string][]linOp // by base/id
-	dups  []string
+	ops     map[string][]linOp // by base/id
+	dups    []string
+	corrupt []string // reads that found a payload damaged
 }
 
 func (r *linRecorder) now() int64 { return int64(time.Since(r.start)) }
@@ -318,7 +319,8 @@ func TestLinearizableResharding(t *testing.T) {
 		d, err := docs.Get(final, largeBase, id, func(o *repo.Options) { o.ConsistentRead = true })
 		op.ret = rec.now()
 		if err != nil && !errors.Is(err, shard.ErrNotFound) {
-			t.Fatalf("final Get %s/%s: %v", largeBase, id, err)
+			t.Errorf("final Get %s/%s: %v", largeBase, id, err)
+			continue
 		}
 		op.found, op.got = err == nil, d.value()
 		rec.add(largeBase+"/"+id, op)
@@ -354,6 +356,9 @@ func TestLinearizableResharding(t *testing.T) {
 	}
 	if len(rec.dups) > 0 {
 		t.Errorf("scatter reads returned items twice: %v", rec.dups)
+	}
+	if len(rec.corrupt) > 0 {
+		t.Errorf("%d reads found a large value damaged, the first: %s", len(rec.corrupt), rec.corrupt[0])
 	}
 }
 
@@ -508,6 +513,11 @@ func linLargeWorker(ctx context.Context, rec *linRecorder, docs *repo.Repo[linDo
 			var d linDoc
 			d, err = docs.Get(c, base, id, func(o *repo.Options) { o.ConsistentRead = true })
 			op.ret = rec.now()
+			if ce := (*chunk.CorruptError)(nil); errors.As(err, &ce) {
+				rec.mu.Lock()
+				rec.corrupt = append(rec.corrupt, fmt.Sprintf("%s/%s at %v: %v", base, id, time.Duration(op.ret), err))
+				rec.mu.Unlock()
+			}
 			if err != nil && !errors.Is(err, shard.ErrNotFound) {
 				continue
 			}
