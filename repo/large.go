@@ -23,7 +23,10 @@ import (
 // with chunk.Options.InlineLimit.
 //
 // The attribute must marshal to B ([]byte) or S (string); reading gives
-// back the same type.
+// back the same type. An item that holds no payload (written by
+// shard.Table, its Load or other code) reads as it is stored: with its own
+// attribute of that name if it has one, else the field's zero value. An
+// error reading a payload names the table, the id and the attribute.
 //
 // Get reads the item itself, with the Repo's consistency (strongly
 // consistent to fill the cache, else as Options.ConsistentRead says),
@@ -153,16 +156,7 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 // whatever the store's ConsistentRead says): the payload is inline in it
 // or in the chunks it names.
 func (r *Repo[T]) readLarge(ctx context.Context, base, pk, id string, item map[string]types.AttributeValue, strong bool) (map[string]types.AttributeValue, error) {
-	key := r.keyOf(base, pk, id)
-	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item, chunkRead(strong))
-	if errors.Is(err, chunk.ErrNotFound) {
-		// The item exists but holds no payload: not one this Repo wrote.
-		return nil, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, r.layout.Table, pk, id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return r.assemble(key, data, info.Attributes), nil
+	return r.complete(ctx, r.keyOf(base, pk, id), id, item, strong)
 }
 
 // resolveLarge completes an item read by a Query: the payload is inline in
@@ -179,9 +173,20 @@ func (r *Repo[T]) resolveLarge(ctx context.Context, base string, item map[string
 	if pk, ok := item[r.layout.PartitionKey].(*types.AttributeValueMemberS); ok {
 		key = r.keyOf(base, pk.Value, id.Value) // where the item is, whatever the base's newest N
 	}
+	return r.complete(ctx, key, id.Value, item, strong)
+}
+
+// complete puts the payload of item (its large value) under the large
+// attribute. An item that holds no payload (written by shard.Table, Load
+// or other code) is returned as it is: its large attribute, if it has one
+// of its own, or the field's zero value.
+func (r *Repo[T]) complete(ctx context.Context, key chunk.Key, id string, item map[string]types.AttributeValue, strong bool) (map[string]types.AttributeValue, error) {
 	data, info, err := r.opts.Large.Store.Resolve(ctx, key, item, chunkRead(strong))
-	if err != nil {
-		return nil, err
+	switch {
+	case errors.Is(err, chunk.ErrNotFound):
+		return item, nil
+	case err != nil:
+		return nil, fmt.Errorf("repo: table %s id %q: large attribute %q: %w", r.layout.Table, id, r.opts.Large.Attribute, err)
 	}
 	return r.assemble(key, data, info.Attributes), nil
 }
