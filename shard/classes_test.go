@@ -1,0 +1,117 @@
+package shard_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
+	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/shard"
+)
+
+// Targeted tests of two of issue 19's classes of lost writes, each the
+// outside tester's reproduction: the checker (lin_test.go) finds them too,
+// but not on every run.
+
+// TestLoadAcrossRebalance (class 1): a Load whose BatchWriteItems the
+// proxy holds 600 ms each runs while another client shrinks the base from
+// 8 to 4 shards and rebalances it. Load returns nil and every item it
+// loaded is read back by a consistent Get once the history is [4] again:
+// no write lands where no reader looks.
+func TestLoadAcrossRebalance(t *testing.T) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		name := s.Table(t, "pk:S", "sk:S")
+		l := layoutOf(name, shard.Hash(8))
+		l.HistoryTTL = 200 * time.Millisecond
+		slow, _ := throttledClient(t, s, faultproxy.Config{Latency: 600 * time.Millisecond, Ops: []string{"BatchWriteItem"}})
+		loader, err := shard.NewTable[Order](slow, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Record(ctx, s.Client(), "day"); err != nil {
+			t.Fatal(err)
+		}
+		var in []pair
+		for i := range 500 {
+			in = append(in, pair{"day", Order{ID: fmt.Sprintf("o%03d", i), Amount: i}})
+		}
+		var wg sync.WaitGroup
+		var loadErr error
+		wg.Go(func() {
+			_, loadErr = loader.Load(ctx, seq2(in), func(o *shard.LoadOptions) { o.MaxConcurrency = 2 })
+		})
+		time.Sleep(300 * time.Millisecond) // the Load has requests in flight
+		if _, err := l.Reshard(ctx, s.Client(), "day", 4); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := shard.Rebalance(ctx, s.Client(), l, "day"); err != nil || p.Retired == nil {
+			t.Fatalf("Rebalance: %+v, %v", p, err)
+		}
+		wg.Wait()
+		if loadErr != nil {
+			t.Fatal(loadErr)
+		}
+		// Items the Load wrote after the sweep passed their old suffix are
+		// still under the retired count: a second Rebalance finds them.
+		if _, err := shard.Rebalance(ctx, s.Client(), l, "day"); err != nil {
+			t.Fatal(err)
+		}
+		reader := newOrders(t, s.Client(), name, shard.Hash(8))
+		if h, err := reader.Shards(ctx, "day"); err != nil || !slices.Equal(h, []int{4}) {
+			t.Fatalf("history %v, %v; want [4]", h, err)
+		}
+		lost := 0
+		for _, p := range in {
+			if _, err := reader.Get(ctx, "day", p.item.ID, func(o *shard.Options) { o.ConsistentRead = true }); err != nil {
+				lost++
+			}
+		}
+		if lost > 0 {
+			t.Errorf("%d of %d loaded items are read by no Get", lost, len(in))
+		}
+	})
+}
+
+// TestRebalanceKeepsNewest (class 3): Hash(2), 100 ids written, Reshard
+// to 4, every id rewritten, Reshard to 8, Rebalance: every id holds its
+// second value (a Grower that doubles twice leaves exactly this).
+func TestRebalanceKeepsNewest(t *testing.T) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		name := s.Table(t, "pk:S", "sk:S")
+		tbl := newOrders(t, s.Client(), name, shard.Hash(2))
+		write := func(v int) {
+			for i := range 100 {
+				if err := tbl.Put(ctx, "day", Order{ID: fmt.Sprint("o", i), Amount: v}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		write(1)
+		if _, err := tbl.Reshard(ctx, "day", 4); err != nil {
+			t.Fatal(err)
+		}
+		write(2)
+		if _, err := tbl.Reshard(ctx, "day", 8); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := shard.Rebalance(ctx, s.Client(), layoutOf(name, shard.Hash(2)), "day"); err != nil {
+			t.Fatal(err)
+		}
+		old := 0
+		for i := range 100 {
+			o, err := tbl.Get(ctx, "day", fmt.Sprint("o", i), func(o *shard.Options) { o.ConsistentRead = true })
+			if err != nil || o.Amount != 2 {
+				old++
+			}
+		}
+		if old > 0 {
+			t.Errorf("%d of 100 ids lost their second value", old)
+		}
+	})
+}
