@@ -2,11 +2,15 @@ package shard_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
@@ -112,6 +116,132 @@ func TestRebalanceKeepsNewest(t *testing.T) {
 		}
 		if old > 0 {
 			t.Errorf("%d of 100 ids lost their second value", old)
+		}
+	})
+}
+
+// pausedWrites is a client whose first item write (PutItem, UpdateItem
+// or TransactWriteItems) waits, once reached is closed, until resume is.
+type pausedWrites struct {
+	*dynamodb.Client
+	once            sync.Once
+	reached, resume chan struct{}
+}
+
+func (c *pausedWrites) pause() {
+	c.once.Do(func() {
+		close(c.reached)
+		<-c.resume
+	})
+}
+
+func (c *pausedWrites) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c.pause()
+	return c.Client.PutItem(ctx, in, optFns...)
+}
+
+func (c *pausedWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.pause()
+	return c.Client.UpdateItem(ctx, in, optFns...)
+}
+
+func (c *pausedWrites) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.pause()
+	return c.Client.TransactWriteItems(ctx, in, optFns...)
+}
+
+// TestDeleteRacingMove (class 6): a Delete that returns while Rebalance
+// is about to move the item (it has read it, its write waits) stays
+// deleted: the move does not bring the item back.
+func TestDeleteRacingMove(t *testing.T) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		name := s.Table(t, "pk:S", "sk:S")
+		l := layoutOf(name, shard.Hash(4))
+		tbl := newOrders(t, s.Client(), name, shard.Hash(4))
+		id := "o0"
+		for i := 0; shard.Hash(4).Pick(id) == shard.Hash(8).Pick(id); i++ {
+			id = fmt.Sprint("o", i)
+		}
+		if err := tbl.Put(ctx, "day", Order{ID: id, Amount: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.Reshard(ctx, "day", 8); err != nil {
+			t.Fatal(err)
+		}
+		c := &pausedWrites{Client: s.Client(), reached: make(chan struct{}), resume: make(chan struct{})}
+		var wg sync.WaitGroup
+		var rerr error
+		wg.Go(func() { _, rerr = shard.Rebalance(ctx, c, l, "day") })
+		<-c.reached
+		if err := tbl.Delete(ctx, "day", id); err != nil {
+			t.Fatal(err)
+		}
+		close(c.resume)
+		wg.Wait()
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if o, err := tbl.Get(ctx, "day", id, func(o *shard.Options) { o.ConsistentRead = true }); !errors.Is(err, shard.ErrNotFound) {
+			t.Errorf("Get after the Delete and the move: %+v, %v; want ErrNotFound", o, err)
+		}
+	})
+}
+
+// TestConditionalWriteRacingDelete (class 2): a conditional Put (only if
+// absent) and an Update of an item stored under the older of two counts,
+// held just before their first write while a Delete of the item returns,
+// end in a state some serial order gives: the write applied after the
+// Delete (the item holds the write's value and nothing of the deleted
+// one), or, for the conditional Put, refused with the item still deleted.
+func TestConditionalWriteRacingDelete(t *testing.T) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		name := s.Table(t, "pk:S", "sk:S")
+		tbl := newOrders(t, s.Client(), name, shard.Hash(4))
+		for _, op := range []string{"put if absent", "update"} {
+			id := fmt.Sprint(op, 0)
+			for i := 0; shard.Hash(4).Pick(id) == shard.Hash(8).Pick(id); i++ {
+				id = fmt.Sprint(op, i)
+			}
+			if err := tbl.Put(ctx, "day", Order{ID: id, Amount: 1, Note: "deleted"}); err != nil {
+				t.Fatal(err)
+			}
+			if op == "put if absent" {
+				if _, err := tbl.Reshard(ctx, "day", 8); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := &pausedWrites{Client: s.Client(), reached: make(chan struct{}), resume: make(chan struct{})}
+			writer := newOrders(t, c, name, shard.Hash(4))
+			var wg sync.WaitGroup
+			var werr error
+			wg.Go(func() {
+				if op == "update" {
+					_, werr = writer.Update(ctx, "day", id, expression.Set(expression.Name("amount"), expression.Value(2)))
+					return
+				}
+				werr = writer.Put(ctx, "day", Order{ID: id, Amount: 2}, func(o *shard.Options) {
+					o.Condition = expression.AttributeNotExists(expression.Name("sk"))
+				})
+			})
+			select {
+			case <-c.reached:
+			case <-time.After(time.Minute):
+				t.Fatalf("%s sent no write", op)
+			}
+			if err := tbl.Delete(ctx, "day", id); err != nil {
+				t.Fatal(err)
+			}
+			close(c.resume)
+			wg.Wait()
+			got, err := tbl.Get(ctx, "day", id, func(o *shard.Options) { o.ConsistentRead = true })
+			switch {
+			case werr == nil && err == nil && got.Amount == 2 && got.Note == "":
+			case op == "put if absent" && errors.Is(werr, shard.ErrConflict) && errors.Is(err, shard.ErrNotFound):
+			default:
+				t.Errorf("%s racing a Delete: the write returned %v, then Get %+v, %v: no serial order gives that", op, werr, got, err)
+			}
 		}
 	})
 }

@@ -213,8 +213,8 @@ func TestLinearizableCheckerRejects(t *testing.T) {
 }
 
 type linRecorder struct {
-	mu    sync.Mutex
-	start time.Time
+	mu      sync.Mutex
+	start   time.Time
 	ops     map[string][]linOp // by base/id
 	dups    []string
 	corrupt []string // reads that found a payload damaged
