@@ -391,6 +391,12 @@
 //     retries on; for many concurrent callers, a client whose retryer has
 //     no retry quota (dynashard.RetryForFanOut) avoids "retry quota
 //     exceeded" failures under throttling.
+//   - A panic in the Client, in Options.Objects or in PutReader's reader,
+//     also on one of the goroutines a read or Sweep runs in parallel:
+//     the call stops, waits for its goroutines and panics in the caller's
+//     goroutine, where recover works, with the value (or an error that
+//     unwraps to it and carries the stack where it happened); never on a
+//     goroutine of the package's, which would end the process.
 //
 // # Errors
 //

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dynashard/dynashard/internal/batch"
+	"github.com/dynashard/dynashard/internal/panics"
 )
 
 // This file is the store's only contact with the batch engine.
@@ -81,19 +82,25 @@ func groupSize(item int64) int {
 
 // getChunks reads the chunks with the given keys, group keys per request,
 // and returns the data of those that exist by key: from attribute Data, or
-// for guide chunks from Options.Guide's data attribute.
+// for guide chunks from Options.Guide's data attribute. The groups are
+// read on goroutines of their own; a panic on one (in the Client) is
+// raised again in the caller's goroutine once all have ended.
 func (s *Store) getChunks(ctx context.Context, keys []string, group int, consistent, guide bool) (map[string][]byte, error) {
 	attr, typ := attrData, types.ScalarAttributeTypeB
 	if guide {
 		attr, typ = s.opts.Guide.DataAttribute, s.opts.Guide.DataType
 	}
 	found := make(map[string][]byte, len(keys))
-	var mu sync.Mutex
+	var (
+		mu       sync.Mutex
+		panicked panics.Group
+	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.opts.MaxConcurrency)
 	for lo := 0; lo < len(keys); lo += group {
 		part := keys[lo:min(lo+group, len(keys))]
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer panicked.Recover(&err)
 			req := make([]batch.Key, len(part))
 			for i, k := range part {
 				req[i] = batch.Key{Table: s.chunks, Key: map[string]types.AttributeValue{
@@ -121,5 +128,6 @@ func (s *Store) getChunks(ctx context.Context, keys []string, group int, consist
 		})
 	}
 	err := g.Wait()
+	panicked.Raise()
 	return found, err
 }

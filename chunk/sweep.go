@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/dynashard/dynashard/internal/panics"
 )
 
 // SweepOptions are per-call settings of Sweep. The zero value scans the
@@ -83,14 +85,22 @@ func (s *Store) Sweep(ctx context.Context, optFns ...func(*SweepOptions)) (Sweep
 		o.Segments = 1
 	}
 	sw := &sweep{s: s, parents: map[string]parentCheck{}}
+	var panicked panics.Group
 	g, gctx := errgroup.WithContext(ctx)
 	for seg := 0; seg < o.Segments; seg++ {
-		g.Go(func() error { return sw.segment(gctx, seg, o.Segments) })
+		g.Go(func() (err error) {
+			defer panicked.Recover(&err)
+			return sw.segment(gctx, seg, o.Segments)
+		})
 	}
 	if s.opts.Objects != nil {
-		g.Go(func() error { return sw.sweepObjects(gctx) })
+		g.Go(func() (err error) {
+			defer panicked.Recover(&err)
+			return sw.sweepObjects(gctx)
+		})
 	}
 	err = g.Wait()
+	panicked.Raise() // a panic of the Client or of Objects, on a goroutine of the sweep
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	return sw.stats, err

@@ -21,7 +21,8 @@ func parts(spec ...float64) []Partition {
 
 var approx = cmpopts.EquateApprox(0, 1e-9)
 
-// The worked examples of DESIGN.md / the DynamoDB guide.
+// The worked examples of the DynamoDB developer guide (the split one is
+// also in the README's "Which strategy").
 func TestLayoutWorkedExamples(t *testing.T) {
 	const gb = 1 << 30
 	t.Run("1000 RCU 500 WCU is one partition", func(t *testing.T) {

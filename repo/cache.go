@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/dynashard/dynashard/internal/panics"
 )
 
 // CacheStats counts what a Repo's read-through cache did since New, as
@@ -98,10 +100,11 @@ func (c *cache[V]) get(ctx context.Context, key string, load func(context.Contex
 			v    V
 			size int64
 		)
-		err := catch(func() (err error) {
+		err := func() (err error) {
+			defer panics.Recover(&err)
 			v, size, err = load(context.WithoutCancel(ctx))
 			return err
-		})
+		}()
 		if err != nil {
 			return v, err
 		}
@@ -110,9 +113,7 @@ func (c *cache[V]) get(ctx context.Context, key string, load func(context.Contex
 	})
 	select {
 	case r := <-ch:
-		if p, ok := r.Err.(*panicError); ok {
-			panic(p)
-		}
+		panics.Raise(r.Err)
 		if r.Err != nil {
 			var zero V
 			return zero, r.Err

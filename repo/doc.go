@@ -57,8 +57,9 @@
 // dynashard package shares: ErrInvalid (input rejected before any request,
 // or an unusable configuration at New; ErrInvalidCursor is a kind of it),
 // ErrNotFound and ErrConflict (a failed version check or Create). A layout
-// mismatch matches shard.ErrLayoutMismatch. SDK errors are wrapped once and
-// stay reachable with errors.As.
+// mismatch matches shard.ErrLayoutMismatch, and a base's layout record
+// that dynashard did not write, shard.ErrMalformedRecord. SDK errors are
+// wrapped once and stay reachable with errors.As.
 //
 // # Limits and failure modes
 //

@@ -3,11 +3,11 @@ package repo
 import (
 	"context"
 	"iter"
-	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/dynashard/dynashard/internal/panics"
 	"github.com/dynashard/dynashard/scatter"
 )
 
@@ -51,7 +51,7 @@ func (r *Repo[T]) List(ctx context.Context, base string, limit int, after scatte
 // completed form. A panic on one of its goroutines (in a Client or a
 // Strategy) is raised again on the caller's.
 func (r *Repo[T]) resolveAll(ctx context.Context, base string, items []map[string]types.AttributeValue, o Options) error {
-	var panicked atomic.Pointer[panicError]
+	var panicked panics.Group
 	g, gctx := errgroup.WithContext(ctx)
 	limit := o.MaxConcurrency
 	if limit <= 0 {
@@ -59,21 +59,14 @@ func (r *Repo[T]) resolveAll(ctx context.Context, base string, items []map[strin
 	}
 	g.SetLimit(limit)
 	for i, it := range items {
-		g.Go(func() error {
-			err := catch(func() (err error) {
-				items[i], err = r.resolveLarge(gctx, base, it, o.ConsistentRead)
-				return err
-			})
-			if p, ok := err.(*panicError); ok {
-				panicked.CompareAndSwap(nil, p)
-			}
+		g.Go(func() (err error) {
+			defer panicked.Recover(&err)
+			items[i], err = r.resolveLarge(gctx, base, it, o.ConsistentRead)
 			return err
 		})
 	}
 	err := g.Wait()
-	if p := panicked.Load(); p != nil {
-		panic(p)
-	}
+	panicked.Raise()
 	return err
 }
 

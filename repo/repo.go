@@ -150,7 +150,8 @@ const (
 // Repo is a typed repository of T over one sharded table, described by a
 // shard.Layout: its partition key holds physical keys (base.N with the
 // default codec), its sort key (type S) the item's id. Create it with New; the zero Repo is not
-// usable. A Repo is safe for concurrent use.
+// usable: its calls that read or write, like those of a nil *Repo, fail
+// with ErrInvalid. A Repo is safe for concurrent use.
 type Repo[T any] struct {
 	c      Client
 	layout shard.Layout
@@ -209,22 +210,31 @@ func New[T any](c Client, l shard.Layout, optFns ...func(*Options)) (*Repo[T], e
 	return r, nil
 }
 
-// Layout returns the layout of the Repo's table.
-func (r *Repo[T]) Layout() shard.Layout { return r.layout }
+// Layout returns the layout of the Repo's table: the zero Layout for a
+// zero or nil Repo.
+func (r *Repo[T]) Layout() shard.Layout {
+	if r == nil {
+		return shard.Layout{}
+	}
+	return r.layout
+}
 
 // CacheStats reports the read-through cache's counters; all zero when the
 // cache is off.
 func (r *Repo[T]) CacheStats() CacheStats {
-	if r.cache == nil {
+	if r == nil || r.cache == nil {
 		return CacheStats{}
 	}
 	return r.cache.stats()
 }
 
 // call checks what every call takes and returns the call's Options: a
-// nil ctx is refused here, before it reaches a goroutine of ours or the
-// SDK, where it would panic.
+// Repo not made by New and a nil ctx are refused here, before they reach
+// a goroutine of ours or the SDK, where they would panic.
 func (r *Repo[T]) call(ctx context.Context, optFns []func(*Options)) (Options, error) {
+	if r == nil || r.table == nil {
+		return Options{}, fmt.Errorf("%w: repo: Repo not made by New (zero value or nil)", ErrInvalid)
+	}
 	if ctx == nil {
 		return Options{}, r.invalid("nil ctx (use context.Background() or context.TODO())")
 	}

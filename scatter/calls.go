@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dynashard/dynashard/internal/adapt"
+	"github.com/dynashard/dynashard/internal/panics"
 )
 
 // All returns the items of base, merged across shards in sort-key order
@@ -152,10 +153,11 @@ func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Option
 		mu       sync.Mutex
 		total    int64
 		failures []*ShardError
+		panicked panics.Group
 	)
 	for ord := range p.suffixes {
 		g.Go(func() (err error) {
-			defer catchPanic(&err)
+			defer panicked.Recover(&err)
 			n, err := s.countShard(gctx, p, ord, lim)
 			mu.Lock()
 			defer mu.Unlock()
@@ -167,10 +169,9 @@ func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Option
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
-		if p, ok := err.(*clientPanic); ok {
-			panic(p)
-		}
+	err = g.Wait()
+	panicked.Raise() // even if another shard's error came first
+	if err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}

@@ -241,9 +241,11 @@
 // listing the failed ones; the result is then incomplete, and the cursor
 // Page returns retries the failed shards from where they stood. A
 // cancelled context ends a call with the context's error. A layout that
-// differs from the base's record fails with a *shard.LayoutError, and a
-// failed read of the record with the SDK's error, wrapped once, before
-// any data request.
+// differs from the base's record, or whose key attributes are not the
+// table's, fails with a *shard.LayoutError, a record that dynashard did
+// not write with an error matching shard.ErrMalformedRecord, and a failed
+// read of the record with the SDK's error, wrapped once, before any data
+// request.
 //
 // Input is checked before any request, and nothing panics on it: New
 // rejects a nil client, an invalid Layout and invalid Options; every call

@@ -2,12 +2,11 @@ package scatter
 
 import (
 	"context"
-	"fmt"
-	"runtime/debug"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dynashard/dynashard/internal/adapt"
+	"github.com/dynashard/dynashard/internal/panics"
 )
 
 // fanout runs one call's requests, at most lim's limit at once, without a
@@ -55,7 +54,7 @@ func (f *fanout) task(req request, t adapt.Ticket) func() error {
 // safely runs do, turning a panic (in the client) into a result that
 // receive panics with again, in the caller's goroutine.
 func (f *fanout) safely(req request) (res result) {
-	defer catchPanic(&res.err)
+	defer panics.Recover(&res.err)
 	res.ord = req.ord
 	return f.do(req)
 }
@@ -68,9 +67,7 @@ func (f *fanout) receive(ctx context.Context) (result, error) {
 		if f.lim.Release(res.ticket, res.signal) && f.cut != nil {
 			f.cut(f.lim.Limit())
 		}
-		if p, ok := res.err.(*clientPanic); ok {
-			panic(p) // before starting queued requests: the call is over
-		}
+		panics.Raise(res.err) // before starting queued requests: the call is over
 		for len(f.queue) > 0 {
 			t, ok := f.lim.TryAcquire()
 			if !ok {
@@ -142,24 +139,4 @@ func (s *Scatter) countThrottle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Throttled++
-}
-
-// clientPanic is a panic of the client in a request goroutine, carried to
-// the caller's goroutine and raised there again, where it can be
-// recovered.
-type clientPanic struct {
-	value any
-	stack []byte
-}
-
-// catchPanic, deferred in a request goroutine, turns a panic into a
-// *clientPanic in *err.
-func catchPanic(err *error) {
-	if v := recover(); v != nil {
-		*err = &clientPanic{value: v, stack: debug.Stack()}
-	}
-}
-
-func (p *clientPanic) Error() string {
-	return fmt.Sprintf("scatter: panic in Client: %v\n\n%s", p.value, p.stack)
 }

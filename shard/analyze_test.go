@@ -124,10 +124,11 @@ func TestHashSkewTarget(t *testing.T) {
 	}
 }
 
-// TestCodePointSkew reproduces DESIGN.md's finding that the guide's formula
-// piles typical ids onto suffix 1, and that Analyze says so.
+// TestCodePointSkew reproduces the finding of CodePointProduct's doc (and
+// of the README's "Which strategy") that the guide's formula piles typical
+// ids onto suffix 1, and that Analyze says so.
 func TestCodePointSkew(t *testing.T) {
-	for _, f := range families[:3] { // ORD-, uuid, user<int>: the DESIGN.md rows
+	for _, f := range families[:3] { // ORD-, uuid, user<int>: the rows of CodePointProduct's doc
 		reps, err := Analyze(f.ids(50_000), CodePointProduct(200))
 		if err != nil {
 			t.Fatal(err)

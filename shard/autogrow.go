@@ -131,7 +131,9 @@ type baseWatch struct {
 func NewGrower(optFns ...func(*GrowOptions)) (*Grower, error) {
 	var o GrowOptions
 	for _, f := range optFns {
-		f(&o)
+		if f != nil {
+			f(&o)
+		}
 	}
 	switch {
 	case o.Window < 0, o.Threshold < 0, o.MinAttempts < 0, o.Sustain < 0, o.Factor < 0, o.MaxN < 0, o.Cooldown < 0, o.ShrinkBelow < 0:

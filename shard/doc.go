@@ -125,8 +125,9 @@
 // update, which includes a concurrent write that came between. The fence
 // assumes that DynamoDB applies a request it has received within the
 // fence; a request it holds longer could land after the next change of
-// counts. The record's attributes are listed in record.go; its format is
-// "v1".
+// counts. The record's key and attributes, and the rules for writing a
+// base's items while its history has several counts, are a stable format
+// ("v1"), documented at [IsRecord] for programs in other languages.
 //
 // [Table] is typed access to a sharded table's items: Put, Get, Update and
 // Delete by (base, id), and Load, a bulk loader that interleaves physical

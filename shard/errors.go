@@ -47,18 +47,23 @@ var (
 
 	// ErrLayoutMismatch is matched by a *LayoutError: the caller's Layout
 	// differs from the one recorded for a base in anything but N (a base
-	// keeps its own shard counts). It is not ErrInvalid: the
-	// input may be fine and the deployment wrong.
+	// keeps its own shard counts), or its key attributes are not the
+	// table's. It is not ErrInvalid: the input may be fine and the
+	// deployment wrong.
 	ErrLayoutMismatch = errs.New("shard: layout mismatch", nil)
 )
 
 // Errors of the layout record and of resharding.
 var (
-	// ErrMalformedRecord is matched by an error about a base's layout
-	// record that dynashard did not write or that breaks its bounds (more
-	// than MaxHistory counts, a count outside 1..MaxN or twice, a
-	// revision at its maximum). Nothing is read or written under such a
-	// record. It is not ErrInvalid: the caller's input may be fine.
+	// ErrMalformedRecord is matched by every error about a base's layout
+	// record that dynashard did not write or that breaks its bounds (see
+	// [IsRecord] for the format): a dynashard:layout that is not an S
+	// starting with "v1 ", a history that is not a list of 1..MaxHistory
+	// distinct counts in 1..MaxN, a revision that is not a number in
+	// 0..2^53-1, a pending flag that is not a boolean or is set with
+	// fewer than two counts. The error names the attribute and quotes at
+	// most 64 bytes of a stored value. Nothing is read or written under
+	// such a record. It is not ErrInvalid: the caller's input may be fine.
 	ErrMalformedRecord = errs.New("shard: malformed layout record", nil)
 	// ErrNoTransactions is matched by the error of a write, Get or
 	// Rebalance that needs DynamoDB transactions (TransactWriteItems,

@@ -45,9 +45,12 @@ func (e *KeyError) Error() string {
 }
 
 // clip shortens s for an error message: a 100 KB key in a log line helps
-// nobody; its length does.
-func clip(s string) string {
-	const show = 64
+// nobody; its length does. It keeps the first 64 bytes (cut back to a
+// rune boundary), then "…" and the full length in bytes.
+func clip(s string) string { return clipTo(s, 64) }
+
+// clipTo is clip with a bound of show bytes.
+func clipTo(s string, show int) string {
 	if len(s) <= show {
 		return s
 	}

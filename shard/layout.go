@@ -154,7 +154,10 @@ func (l Layout) shape() string {
 }
 
 // String describes the layout for error messages:
-// `orders: pk="pk" sk=sk:S sep="." strategy=hash N=16`.
+// `orders: pk=pk sk=sk:S sep="." strategy=hash N=16`, followed by
+// ` index=<name>` for an index layout. Names are not quoted; the part
+// between the table name and N is what the layout record stores (see
+// [IsRecord]).
 func (l Layout) String() string {
 	s := fmt.Sprintf("%s: %s N=%d", l.Table, l.shape(), l.N())
 	if l.Index != "" {

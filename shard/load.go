@@ -40,7 +40,8 @@ type LoadOptions struct {
 	StallTimeout time.Duration
 	// OnProgress, if set, is called after every BatchWriteItem response
 	// with the running totals. Calls are serialized; it must return
-	// quickly, as the loader waits for it.
+	// quickly, as the loader waits for it. If it panics, Load stops as
+	// for a panic of items (see Table.Load).
 	OnProgress func(LoadProgress)
 }
 
@@ -142,15 +143,21 @@ type loadEntry struct {
 // last one wins, and reading the input goes on while a duplicate waits.
 //
 // A nil ctx or items is an error (ErrInvalid) before anything is
-// read. If items panics, Load stops reading, waits for its requests in
-// flight and panics with the same value in the caller's goroutine.
+// read. If items, LoadOptions.OnProgress or the client panics, Load stops
+// reading, waits for its requests in flight and panics with the same
+// value in the caller's goroutine.
 func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns ...func(*LoadOptions)) (LoadStats, error) {
+	if err := t.made(); err != nil {
+		return LoadStats{}, err
+	}
 	if ctx == nil || items == nil {
 		return LoadStats{}, fmt.Errorf("%w: Load: nil ctx or items", ErrInvalid)
 	}
 	var o LoadOptions
 	for _, f := range optFns {
-		f(&o)
+		if f != nil {
+			f(&o)
+		}
 	}
 	if o.BufferItems <= 0 {
 		o.BufferItems = 100_000

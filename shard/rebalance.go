@@ -146,7 +146,9 @@ type RebalanceProgress struct {
 func Rebalance(ctx context.Context, c RebalanceClient, l Layout, base string, optFns ...func(*RebalanceOptions)) (RebalanceProgress, error) {
 	var o RebalanceOptions
 	for _, f := range optFns {
-		f(&o)
+		if f != nil {
+			f(&o)
+		}
 	}
 	if err := l.checkRebalance(ctx, c); err != nil {
 		return RebalanceProgress{}, err

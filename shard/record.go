@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/dynashard/dynashard/internal/errs"
 )
@@ -21,19 +23,9 @@ import (
 // one, and the record never shows up in a read of data; a reader with any
 // layout, whatever its separator, finds the record where the writer put it.
 // Each base has its own record, which is where a later change of the
-// base's shard count is kept. With a sort key, the record's sort-key value
-// is recordMarker (S, B) or 0 (N). Its attributes:
-//
-//	dynashard:layout  S  "v1 " + the layout without table and N
-//	dynashard:shards  L  the base's shard-count history, oldest first: the
-//	                     last is the N writers use, and reads cover
-//	                     suffixes 1..max of the list
-//	dynashard:rev     N  bumped by every change of the history, which is
-//	                     made with a conditional update on it (absent: 0)
-//	dynashard:created S  when the record was written, RFC 3339
-//	dynashard:changed S  when the history last changed, RFC 3339
-//	dynashard:pending BOOL true while the last count is announced but not
-//	                     yet written to (absent: false)
+// base's shard count is kept. Its key, attributes and the rules for
+// writing it are a stable format, documented at [IsRecord] (doc_record.go)
+// for programs in other languages that share a base.
 const (
 	recordSuffix  = "#dynashard"
 	recordMarker  = "dynashard#layout"
@@ -47,8 +39,20 @@ const (
 )
 
 // RecordReader is the part of *dynamodb.Client that [Layout.Verify] uses.
+// A client that also has DescribeTable (as *dynamodb.Client does) gets a
+// *LayoutError naming the key attributes when the Layout's key attributes
+// are not the table's: DynamoDB refuses the record read with a
+// ValidationException, and one DescribeTable then says which key differs.
+// Without DescribeTable (or the permission for it) that case is the SDK's
+// error, wrapped.
 type RecordReader interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// tableDescriber is the optional part of a RecordReader that explains a
+// refused record read.
+type tableDescriber interface {
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 }
 
 // RecordClient is the part of *dynamodb.Client that [Layout.Record] uses.
@@ -60,14 +64,34 @@ type RecordClient interface {
 var _ RecordClient = (*dynamodb.Client)(nil)
 
 // LayoutError reports a layout that disagrees with the one recorded for a
-// base. It matches ErrLayoutMismatch.
+// base, or with the table's own key schema. It matches ErrLayoutMismatch.
+// Stored, and so the message, quotes at most 256 bytes of each value
+// read from the table (then "…" and the value's full length), so that a
+// record written by other code cannot make a message of any size; the
+// base is quoted up to 64 bytes.
 type LayoutError struct {
 	Base   string
 	Want   string // the caller's layout (Layout.String)
-	Stored string // the recorded one, in the same form
+	Stored string // the recorded one, in the same form; or the table's key schema (Keys set)
+	// Keys is set when the Layout's key attributes are not the table's
+	// (DynamoDB refused the record read, and DescribeTable told why; see
+	// [RecordReader]): one entry per differing key attribute, in Want's
+	// notation, such as "sk=tag:S, the table's sk=sk:S" or "pk=gpk, the
+	// table's pk=pk". Stored is then the table's key schema, such as
+	// "orders: pk=pk sk=sk:S".
+	Keys []string
 }
 
+// maxQuoted bounds what a LayoutError quotes of each value read from the
+// table: more than clip's 64 bytes, because a layout written with key
+// names of ordinary length is longer than that, and cutting it would hide
+// the part that differs (often the strategy, at its end).
+const maxQuoted = 256
+
 func (e *LayoutError) Error() string {
+	if len(e.Keys) > 0 {
+		return fmt.Sprintf("shard: layout mismatch for base %q: this code uses %s; the table's key schema is %s (%s)", clip(e.Base), e.Want, e.Stored, strings.Join(e.Keys, "; "))
+	}
 	return fmt.Sprintf("shard: layout mismatch for base %q: this code uses %s; the table records %s", clip(e.Base), e.Want, e.Stored)
 }
 
@@ -76,11 +100,13 @@ func (e *LayoutError) Is(target error) bool { return target == ErrLayoutMismatch
 // Verify checks l against the record of base before a read. A base
 // without a record (nothing written through dynashard yet) passes; one
 // whose record differs in anything but N is a *LayoutError (N is the
-// base's own: see [Layout.Shards]). A match is cached with the base's
-// shard-count history for [Layout.HistoryTTL], so a process pays one
-// consistent GetItem (one read unit) per base and client at most that
-// often; a base without a record costs that read on every call. An
-// Unchecked layout sends nothing.
+// base's own: see [Layout.Shards]), and so is a Layout whose key
+// attributes are not the table's (see [RecordReader]); a record that
+// dynashard did not write is an error matching ErrMalformedRecord. A
+// match is cached with the base's shard-count history for
+// [Layout.HistoryTTL], so a process pays one consistent GetItem (one read
+// unit) per base and client at most that often; a base without a record
+// costs that read on every call. An Unchecked layout sends nothing.
 func (l Layout) Verify(ctx context.Context, c RecordReader, base string) error {
 	_, err := l.Shards(ctx, c, base)
 	return err
@@ -199,7 +225,7 @@ func (r record) String(table string) string {
 	if len(r.shards) > 0 {
 		n = strconv.Itoa(r.shards[len(r.shards)-1])
 	}
-	return fmt.Sprintf("%s: %s N=%s (history %v)", table, r.shape, n, r.shards)
+	return fmt.Sprintf("%s: %s N=%s (history %v)", table, clipTo(r.shape, maxQuoted), n, r.shards)
 }
 
 func (l Layout) recordKey(base string) (map[string]types.AttributeValue, error) {
@@ -233,6 +259,9 @@ func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (re
 		ExpressionAttributeNames: map[string]string{"#l": attrLayout, "#s": attrShards, "#r": attrRev, "#p": attrPending},
 	})
 	if err != nil {
+		if le := l.keyMismatch(ctx, c, base, err); le != nil {
+			return record{}, false, le
+		}
 		return record{}, false, fmt.Errorf("shard: read layout record of table %s base %q: %w", l.Table, clip(base), err)
 	}
 	if out.Item == nil {
@@ -243,6 +272,105 @@ func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (re
 		return record{}, false, fmt.Errorf("shard: table %s base %q: %w", l.Table, clip(base), err)
 	}
 	return rec, true, nil
+}
+
+// keyMismatch explains a record read that DynamoDB refused as invalid
+// (err): if the table's key schema is not l's, it returns a *LayoutError
+// naming each differing key attribute; otherwise nil, and the caller
+// keeps err.
+//
+// Why DescribeTable, and only after a refusal, rather than recognising
+// the refusal's text: the servers word it differently (DynamoDB and
+// dynalite: "The provided key element does not match the schema";
+// DynamoDB Local: "One of the required keys was not given a value", "The
+// number of conditions on the keys is invalid", "Type mismatch for
+// key"), the same ValidationException covers other bad input (a table
+// name DynamoDB refuses), and no text says which attribute is wrong. The
+// table's description does, and asking for it only on this failure costs
+// nothing on the path that works. It is not a data request.
+func (l Layout) keyMismatch(ctx context.Context, c RecordReader, base string, err error) *LayoutError {
+	var ae smithy.APIError
+	d, ok := c.(tableDescriber)
+	if !ok || !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" {
+		return nil
+	}
+	out, derr := d.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(l.Table)})
+	if derr != nil || out == nil || out.Table == nil {
+		return nil
+	}
+	t := tableKeyOf(out.Table)
+	diffs := t.diffs(l)
+	if len(diffs) == 0 {
+		return nil
+	}
+	return &LayoutError{Base: base, Want: l.String(), Stored: l.Table + ": " + t.String(), Keys: diffs}
+}
+
+// tableKey is a table's key schema as DescribeTable gives it.
+type tableKey struct {
+	pk, sk         string
+	pkType, skType types.ScalarAttributeType
+}
+
+func tableKeyOf(d *types.TableDescription) tableKey {
+	var k tableKey
+	for _, e := range d.KeySchema {
+		switch e.KeyType {
+		case types.KeyTypeHash:
+			k.pk = aws.ToString(e.AttributeName)
+		case types.KeyTypeRange:
+			k.sk = aws.ToString(e.AttributeName)
+		}
+	}
+	for _, a := range d.AttributeDefinitions {
+		switch aws.ToString(a.AttributeName) {
+		case k.pk:
+			k.pkType = a.AttributeType
+		case k.sk:
+			k.skType = a.AttributeType
+		}
+	}
+	return k
+}
+
+// partition and sort are the key's parts in Layout.String's notation; a
+// partition key of a type other than S shows it.
+func (k tableKey) partition() string {
+	s := "pk=" + clipTo(k.pk, maxQuoted)
+	if k.pkType != types.ScalarAttributeTypeS {
+		s += ":" + clipTo(string(k.pkType), maxQuoted)
+	}
+	return s
+}
+
+func (k tableKey) sort() string {
+	return "sk=" + clipTo(k.sk, maxQuoted) + ":" + clipTo(string(k.skType), maxQuoted)
+}
+
+func (k tableKey) String() string {
+	if k.sk == "" {
+		return k.partition()
+	}
+	return k.partition() + " " + k.sort()
+}
+
+// diffs lists each key attribute on which l differs from k.
+func (k tableKey) diffs(l Layout) []string {
+	var d []string
+	if k.pk != l.PartitionKey || k.pkType != types.ScalarAttributeTypeS {
+		d = append(d, fmt.Sprintf("pk=%s, the table's %s", l.PartitionKey, k.partition()))
+	}
+	mine := fmt.Sprintf("sk=%s:%s", l.SortKey, l.sortType())
+	switch {
+	case l.SortKey == "" && k.sk == "":
+	case l.SortKey == "":
+		d = append(d, "no sk, the table's "+k.sort())
+	case k.sk == "":
+		d = append(d, mine+", the table has no sort key")
+	case k.sk != l.SortKey || k.skType != l.sortType():
+		d = append(d, mine+", the table's "+k.sort())
+	}
+	return d
 }
 
 // parseRecord reads a record item, checking every bound a writer relies
@@ -333,12 +461,4 @@ func shardList(h []int) *types.AttributeValueMemberL {
 		l.Value[i] = &types.AttributeValueMemberN{Value: strconv.Itoa(n)}
 	}
 	return l
-}
-
-// IsRecord reports whether item is a layout record rather than data: a
-// Scan of a sharded table returns one record per base written, and code
-// that scans should skip them.
-func IsRecord(item map[string]types.AttributeValue) bool {
-	_, ok := item[attrLayout]
-	return ok
 }

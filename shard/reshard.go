@@ -55,7 +55,7 @@ func withN(s Strategy, n int) (Strategy, error) {
 		return nil, fmt.Errorf("%w: %v cannot take N = %d: it does not implement shard.Resizable", ErrInvalidStrategy, s, n)
 	}
 	ns := r.WithN(n)
-	if ns == nil || ns.N() != n || CheckN(n) != nil {
+	if errs.IsNil(ns) || ns.N() != n || CheckN(n) != nil {
 		return nil, fmt.Errorf("%w: %v.WithN(%d) returned %v", ErrInvalidStrategy, s, n, ns)
 	}
 	return ns, nil
@@ -266,11 +266,17 @@ func (l Layout) setHistory(ctx context.Context, c ReshardClient, base string, re
 
 // Reshard is [Layout.Reshard] on the Table's layout and client.
 func (t *Table[T]) Reshard(ctx context.Context, base string, n int) ([]int, error) {
+	if err := t.made(); err != nil {
+		return nil, err
+	}
 	return t.l.Reshard(ctx, t.c, base, n)
 }
 
 // Shards is [Layout.Shards] on the Table's layout and client.
 func (t *Table[T]) Shards(ctx context.Context, base string) ([]int, error) {
+	if err := t.made(); err != nil {
+		return nil, err
+	}
 	return t.l.Shards(ctx, t.c, base)
 }
 

@@ -96,7 +96,9 @@ type Options struct {
 // [Layout.Verify] for Get and Delete): a mismatch is a *LayoutError.
 // Every method validates its input before sending anything and returns an
 // *ItemError naming it. SDK errors are wrapped once with %w, naming the
-// table and physical key. A Table is safe for concurrent use.
+// table and physical key. A Table is safe for concurrent use. Its zero
+// value, like a nil *Table, has no client: every method but Layout fails
+// with ErrInvalid; make Tables with NewTable.
 type Table[T any] struct {
 	c    Client
 	l    Layout
@@ -122,23 +124,45 @@ func NewTable[T any](c Client, l Layout, optFns ...func(*Options)) (*Table[T], e
 	}
 	var o Options
 	for _, f := range optFns {
-		f(&o)
+		if f != nil {
+			f(&o)
+		}
 	}
 	return &Table[T]{c: c, l: l, opts: o}, nil
 }
 
-// Layout returns the table's layout.
-func (t *Table[T]) Layout() Layout { return t.l }
+// Layout returns the table's layout: the zero Layout for a zero or nil
+// Table.
+func (t *Table[T]) Layout() Layout {
+	if t == nil {
+		return Layout{}
+	}
+	return t.l
+}
+
+// made returns an error matching ErrInvalid for a Table not made by
+// NewTable (zero or nil), which has no client nor a checked layout.
+func (t *Table[T]) made() error {
+	if t == nil || errs.IsNil(t.c) {
+		return fmt.Errorf("%w: shard: Table not made by NewTable (zero value or nil)", ErrInvalid)
+	}
+	return nil
+}
 
 // options returns the Table's Options with optFns applied, after checking
-// ctx.
+// the Table and ctx.
 func (t *Table[T]) options(ctx context.Context, optFns []func(*Options)) (Options, error) {
+	if err := t.made(); err != nil {
+		return Options{}, err
+	}
 	if ctx == nil {
 		return Options{}, fmt.Errorf("%w: nil context", ErrInvalid)
 	}
 	o := t.opts
 	for _, f := range optFns {
-		f(&o)
+		if f != nil {
+			f(&o)
+		}
 	}
 	return o, nil
 }
@@ -171,6 +195,9 @@ func (t *Table[T]) physical(base, id string, s Strategy) (string, error) {
 // It returns ErrNotCalculated for a Random strategy and an *ItemError for
 // an invalid base or id.
 func (t *Table[T]) Key(base, id string) (string, error) {
+	if err := t.made(); err != nil {
+		return "", err
+	}
 	if !calculated(t.l.Strategy) {
 		return "", fmt.Errorf("%w: table %s uses %v", ErrNotCalculated, t.l.Table, t.l.Strategy)
 	}

@@ -132,7 +132,9 @@ type Options struct {
 
 	// OnProgress, if set, is called after every response with the call's
 	// statistics so far. Calls are serialized and made while the engine
-	// waits, so it must return quickly.
+	// waits, so it must return quickly. If it panics, the call stops as
+	// for a panic of the client: it waits for the requests in flight and
+	// panics with the same value in the caller's goroutine.
 	OnProgress func(Stats)
 
 	// jitter draws a backoff in [0, d); tests replace it.

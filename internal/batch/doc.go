@@ -127,8 +127,9 @@
 // listed as not done although DynamoDB may have applied them; whole-item
 // puts and deletes are idempotent, so sending them again is safe. Every
 // goroutine has ended, and no request is in flight, when a call returns. A
-// panic of the client or of a WriteSeq sequence stops the call the same way
-// and is then raised again in the caller's goroutine, never in the engine's.
+// panic of the client, of Options.OnProgress or of a WriteSeq sequence
+// stops the call the same way and is then raised again in the caller's
+// goroutine, never in the engine's.
 //
 // # SDK client settings
 //

@@ -76,8 +76,9 @@ type engine struct {
 	stats        Stats
 }
 
-// pullPanic carries a panic of the caller's sequence or client out of a
-// worker, to be raised again in the caller's goroutine.
+// pullPanic carries a panic of the caller's sequence, client or
+// OnProgress out of a worker, to be raised again in the caller's
+// goroutine.
 type pullPanic struct{ value any }
 
 var errPullPanic = errors.New("batch: the input sequence panicked")
@@ -114,8 +115,9 @@ func newEngine(opts Options, send sender, maxCount int, maxBytes int64, sizeDriv
 
 // run drives the call to its end and returns the entries not done, in
 // input order, with the cause. Every goroutine it starts has ended when it
-// returns. A panic of the input sequence or of the client is raised again
-// here, in the caller's goroutine, once the requests in flight have ended.
+// returns. A panic of the input sequence, of the client or of OnProgress is
+// raised again here, in the caller's goroutine, once the requests in
+// flight have ended.
 func (e *engine) run(ctx context.Context) ([]*job, error) {
 	e.lastProgress = time.Now()
 	cancelled := make(chan struct{})
@@ -389,11 +391,24 @@ func (e *engine) releaseLocked(fp string) {
 	}
 }
 
+// progressLocked calls OnProgress, on a worker's goroutine. A panic in it
+// is kept and fails the call, as a panic of the client does, and run
+// raises it again in the caller's goroutine; once a panic is kept,
+// OnProgress is not called again.
 func (e *engine) progressLocked() {
-	if e.opts.OnProgress != nil {
-		e.opts.OnProgress(e.stats)
+	if e.opts.OnProgress == nil || e.panicked != nil {
+		return
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			e.panicked = &pullPanic{value: v}
+			e.failLocked(errProgressPanic)
+		}
+	}()
+	e.opts.OnProgress(e.stats)
 }
+
+var errProgressPanic = errors.New("batch: OnProgress panicked")
 
 func (e *engine) failLocked(err error) {
 	if e.stopping {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,5 +186,31 @@ func TestClientPanic(t *testing.T) {
 	}()
 	if got != "client bug" {
 		t.Fatalf("recovered %v, want the client's panic value", got)
+	}
+}
+
+// TestProgressPanic: a panic of OnProgress, called on one of the engine's
+// workers, is raised in the caller's goroutine after every worker has
+// ended, and OnProgress is not called after it.
+func TestProgressPanic(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	sc := newScript(nil)
+	var calls atomic.Int64
+	got := func() (v any) {
+		defer func() { v = recover() }()
+		_, _ = writeAll(context.Background(), sc.send, puts([]string{"t"}, 500), testOpts(keyAttrs("t"), func(o *Options) {
+			o.MaxConcurrency = 4
+			o.OnProgress = func(Stats) {
+				calls.Add(1)
+				panic("progress bug")
+			}
+		}))
+		return nil
+	}()
+	if got != "progress bug" {
+		t.Fatalf("recovered %v, want OnProgress's panic value", got)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("OnProgress called %d times, want once", n)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dynashard/dynashard/internal/localddb"
 )
@@ -156,6 +158,26 @@ func Each(t *testing.T, fn func(t *testing.T, s *Server)) {
 // retryer.
 func (s *Server) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return localddb.NewClient(s.Endpoint, optFns...)
+}
+
+// PanicOn is an option for Server.Client: the client panics with v, in
+// the goroutine that called it and before anything is sent, on every
+// request of one of ops (operation names such as "BatchGetItem"; none
+// means every operation), as a client wrapper or middleware with a bug
+// would. Tests use it to show where such a panic surfaces; the other
+// operations go to the server as usual.
+func PanicOn(v any, ops ...string) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			if len(ops) > 0 && !slices.Contains(ops, st.ID()) {
+				return nil
+			}
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("ddbtest/panic",
+				func(context.Context, middleware.InitializeInput, middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					panic(v)
+				}), middleware.Before)
+		})
+	}
 }
 
 var tableSeq atomic.Int64

@@ -81,3 +81,25 @@ func TestSelected(t *testing.T) {
 		})
 	}
 }
+
+// TestPanicOn: a client made with PanicOn panics in the caller's goroutine
+// on the operations named, and sends the others.
+func TestPanicOn(t *testing.T) {
+	Each(t, func(t *testing.T, s *Server) {
+		ctx := context.Background()
+		table := s.Table(t, "pk:S")
+		c := s.Client(PanicOn("boom", "PutItem"))
+		key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "a"}}
+		if _, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key}); err != nil {
+			t.Fatalf("GetItem: %v", err)
+		}
+		got := func() (v any) {
+			defer func() { v = recover() }()
+			c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: key})
+			return nil
+		}()
+		if got != "boom" {
+			t.Errorf("PutItem: recovered %v, want boom", got)
+		}
+	})
+}

@@ -1,0 +1,74 @@
+package shard
+
+import (
+	"errors"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// TestParseRecordMalformed: every way a record can break its format is an
+// error of one family, ErrMalformedRecord (neither ErrInvalid nor a layout
+// mismatch), whose message stays short whatever the record holds.
+func TestParseRecordMalformed(t *testing.T) {
+	S := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	N := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	L := func(v ...types.AttributeValue) types.AttributeValue { return &types.AttributeValueMemberL{Value: v} }
+	huge := strings.Repeat("x", 300_000)
+	good := map[string]types.AttributeValue{
+		attrLayout: S(recordVersion + `pk=pk sk=sk:S sep="." strategy=hash`),
+		attrShards: L(N("4"), N("8")),
+		attrRev:    N("3"),
+	}
+	if _, err := parseRecord(good); err != nil {
+		t.Fatalf("a well-formed record: %v", err)
+	}
+	counts := func(n int) types.AttributeValue {
+		l := &types.AttributeValueMemberL{}
+		for i := range n {
+			l.Value = append(l.Value, N(strconv.Itoa(i+1)))
+		}
+		return l
+	}
+	for name, change := range map[string]map[string]types.AttributeValue{
+		"no layout":              {attrLayout: nil},
+		"layout not S":           {attrLayout: N("1")},
+		"layout of another form": {attrLayout: S("v2 " + huge)},
+		"layout without form":    {attrLayout: S(huge)},
+		"no history":             {attrShards: nil},
+		"history not a list":     {attrShards: S(huge)},
+		"empty history":          {attrShards: L()},
+		"history too long":       {attrShards: counts(MaxHistory + 1)},
+		"count not a number":     {attrShards: L(S(huge))},
+		"count zero":             {attrShards: L(N("0"))},
+		"count above MaxN":       {attrShards: L(N(strconv.Itoa(MaxN + 1)))},
+		"count of 38 digits":     {attrShards: L(N(strings.Repeat("9", 38)))},
+		"count twice":            {attrShards: L(N("4"), N("4"))},
+		"revision not a number":  {attrRev: S(huge)},
+		"negative revision":      {attrRev: N("-1")},
+		"revision at its bound":  {attrRev: N(strconv.Itoa(maxRev))},
+		"pending not a boolean":  {attrPending: S(huge)},
+		"pending with one count": {attrShards: L(N("4")), attrPending: &types.AttributeValueMemberBOOL{Value: true}},
+	} {
+		item := maps.Clone(good)
+		for k, v := range change {
+			if v == nil {
+				delete(item, k)
+			} else {
+				item[k] = v
+			}
+		}
+		_, err := parseRecord(item)
+		switch {
+		case !errors.Is(err, ErrMalformedRecord):
+			t.Errorf("%s: %v, want ErrMalformedRecord", name, err)
+		case errors.Is(err, ErrInvalid) || errors.Is(err, ErrLayoutMismatch):
+			t.Errorf("%s: %v matches ErrInvalid or ErrLayoutMismatch", name, err)
+		case len(err.Error()) > 200:
+			t.Errorf("%s: a message of %d bytes, want at most 200", name, len(err.Error()))
+		}
+	}
+}
