@@ -80,6 +80,9 @@ type benchConfig struct {
 	partBurst   time.Duration // the model's BurstWindow, simulated time
 	partWriters int
 
+	// 9: split items.
+	splitReads int
+
 	out        string
 	note       string
 	plotFormat string
@@ -104,6 +107,7 @@ var quickDefaults = map[string]string{
 	"chunk-mib":    "8",
 	"chunk-reps":   "1",
 	"part-n":       "1,4,16,200",
+	"split-reads":  "100",
 }
 
 var scenarioNames = map[int]string{
@@ -115,6 +119,7 @@ var scenarioNames = map[int]string{
 	6: "chunks",
 	7: "hot-day writes, partition model",
 	8: "online resharding",
+	9: "split items",
 }
 
 // runBench is the whole command: it starts a server (or uses -endpoint),
@@ -161,7 +166,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "small sizes and short runs: all scenarios in under a minute")
 	fs.StringVar(&cfg.server, "server", "ddblocal", "local server to start: ddblocal (DynamoDB Local) or dynalite")
 	fs.StringVar(&cfg.endpoint, "endpoint", "", "use this running DynamoDB endpoint (http://host:port) instead of starting a server")
-	scen := fs.String("scenarios", "1,2,3,4,5,6,7,8", "scenarios to run: 1 writes, 2 reads, 3 merge, 4 strategies, 5 bulk load, 6 chunks, 7 writes on a provisioned table (partition model), 8 online resharding")
+	scen := fs.String("scenarios", "1,2,3,4,5,6,7,8,9", "scenarios to run: 1 writes, 2 reads, 3 merge, 4 strategies, 5 bulk load, 6 chunks, 7 writes on a provisioned table (partition model), 8 online resharding, 9 one item over three tables (split)")
 	fs.Float64Var(&cfg.wcu, "wcu", 100, "modelled write capacity per partition-key value, WCU/s (DynamoDB: 1000, scaled down)")
 	fs.Float64Var(&cfg.rcu, "rcu", 300, "modelled read capacity per partition-key value, RCU/s (DynamoDB: 3000, scaled down)")
 	fs.DurationVar(&cfg.burst, "burst", 100*time.Millisecond, "unused capacity a key keeps, as a duration of its rate (DynamoDB: up to 300s, best effort)")
@@ -189,6 +194,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.Float64Var(&cfg.partScale, "part-scale", 0.1, "scenario 7: the partition model's time scale; the table admits part-wcu × part-scale WCU per real second")
 	fs.DurationVar(&cfg.partBurst, "part-burst", 100*time.Millisecond, "scenario 7: burst window, in simulated time (DynamoDB: up to 300s, best effort)")
 	fs.IntVar(&cfg.partWriters, "part-writers", 64, "scenario 7: concurrent writers in every step")
+	fs.IntVar(&cfg.splitReads, "split-reads", 500, "scenario 9: timed reads of each kind (the median is reported)")
 	fs.StringVar(&cfg.out, "out", "", "write results.md and plots to this directory")
 	fs.StringVar(&cfg.note, "note", "", "a remark printed at the top of the results (e.g. what else ran on the machine)")
 	fs.StringVar(&cfg.plotFormat, "plot", "png", "plot format: png or svg")
@@ -273,7 +279,7 @@ func (c *benchConfig) check(scen, writeNs, readNs, partNs string) error {
 	}{
 		{"attempts", c.attempts}, {"workers", c.workers}, {"read-items", c.readItems}, {"reps", c.reps},
 		{"merge-items", c.mergeItems}, {"ids", c.ids}, {"load-keys", c.loadKeys}, {"chunk-mib", c.chunkMiB}, {"chunk-reps", c.chunkReps},
-		{"part-writers", c.partWriters},
+		{"part-writers", c.partWriters}, {"split-reads", c.splitReads},
 	} {
 		if f.v < 1 {
 			return fmt.Errorf("-%s %d: want at least 1", f.name, f.v)
@@ -330,6 +336,9 @@ func (b *bencher) run(ctx context.Context) (*report, error) {
 		b.kind, b.endpoint = localddb.External, b.cfg.endpoint
 	}
 	rep.server = "none (the scenarios run need no server)"
+	if b.cfg.scenarios[9] {
+		rep.server = serverDescription(b.kind, b.endpoint) + ", without the proxy (scenario 9)"
+	}
 	for _, n := range []int{1, 2, 5, 6, 7, 8} {
 		if b.cfg.scenarios[n] {
 			rep.server = serverDescription(b.kind, b.endpoint) + ", behind dynashardtest/faultproxy on loopback"
@@ -338,7 +347,7 @@ func (b *bencher) run(ctx context.Context) (*report, error) {
 	steps := []struct {
 		n   int
 		run func(context.Context) (*section, error)
-	}{{1, b.writes}, {2, b.reads}, {3, b.merge}, {4, b.skew}, {5, b.load}, {6, b.chunks}, {7, b.partitionWrites}, {8, b.reshard}}
+	}{{1, b.writes}, {2, b.reads}, {3, b.merge}, {4, b.skew}, {5, b.load}, {6, b.chunks}, {7, b.partitionWrites}, {8, b.reshard}, {9, b.splitItems}}
 	total := len(b.cfg.scenarios)
 	i := 0
 	for _, s := range steps {

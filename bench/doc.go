@@ -14,13 +14,21 @@
 // bucket: DynamoDB's per-key limits of 1,000 WCU/s and 3,000 RCU/s scaled
 // down (100 and 300 by default) so that the local server is not the limit.
 // The scenarios are 1 hot-day writes, 2 day reads, 3 the merge, 4 the
-// calculated strategies' skew, 5 bulk loading, 6 chunked items and 7 hot-day
+// calculated strategies' skew, 5 bulk loading, 6 chunked items, 7 hot-day
 // writes on a provisioned table under the proxy's partition model (keys
 // share their partition's throughput; 4,000 WCU, 4 partitions, at time scale
 // 0.1 by default, so the table admits 400 WCU per real second and that is
-// the limit line); each runs beside its naive baseline and reports the CPU
+// the limit line), 8 online resharding and 9 one item over three tables
+// (package split); each runs beside its naive baseline and reports the CPU
 // the client, the server and the whole machine used, so that a figure
 // limited by the machine is told apart from one limited by the model.
+//
+// Scenario 9 talks to the server directly, without the proxy: its figures
+// are the capacity units the server reports (ReturnConsumedCapacity) for
+// the guide's 3 KB product in one table and split over ProductCatalog,
+// ProductAvailability and ExtendedProductCatalog, and the latency of the
+// product page's reads against one GetItem of the whole item in the same
+// run, as a ratio.
 //
 // The proxy runs in the bench's own process, so the process's CPU time is
 // the client's and the proxy's together. Scenarios 1, 6 and 7 tell them
