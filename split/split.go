@@ -82,7 +82,9 @@ type Options struct {
 	// Capacity, if set, receives the capacity DynamoDB reports for every
 	// request of the call (ReturnConsumedCapacity TOTAL), per table: set
 	// it per call to see what one call cost, or at New to total every
-	// call of the Store. Default nil: no capacity is asked for.
+	// call of the Store. Default nil: no capacity is asked for. A request
+	// that fails (a refused condition included) reports none, though
+	// DynamoDB charges a refused write: such calls are under-counted.
 	Capacity *Capacity
 
 	// Encoder and Decoder adjust attributevalue's conversion of T (e.g.
