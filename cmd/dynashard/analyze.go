@@ -25,11 +25,11 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	names := fs.String("strategies", "hash,codepoint", "comma-separated strategies: hash, codepoint, random")
 	counts := fs.Bool("counts", false, "also print the number of ids on every suffix")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: dynashard analyze [-n 200] [-strategies hash,codepoint] [-counts] [file|-]")
-		fmt.Fprintln(stderr, "Reads ids, one per line (empty lines skipped), from file or standard input.")
+		fmt.Fprintln(fs.Output(), "usage: dynashard analyze [-n 200] [-strategies hash,codepoint] [-counts] [file|-]")
+		fmt.Fprintln(fs.Output(), "Reads ids, one per line (empty lines skipped), from file or standard input.")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if err := shard.CheckN(*n); err != nil {

@@ -71,6 +71,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sort"
+	"strings"
 )
 
 // command is one subcommand: run gets the arguments after its name.
@@ -97,11 +98,12 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if isHelp(args[0]) || args[0] == "help" {
+		usage(stdout) // asked for: the answer, on standard output
 		return 0
 	}
 	switch args[0] {
@@ -179,8 +181,21 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args, turning a flag error into errUsage.
-func parse(fs *flag.FlagSet, args []string) error {
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// parse parses args, turning a flag error into errUsage. The usage goes
+// to the FlagSet's output after a usage error, to stdout when a flag
+// asks for it.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		if isHelp(a) {
+			fs.SetOutput(stdout)
+			break
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

@@ -72,7 +72,7 @@ func (f *planFlags) hot() bool {
 // -split or a hot key the table cannot take fails before any of it is
 // printed.
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	f, err := parsePlan(args, stderr)
+	f, err := parsePlan(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func writePlan(stdout io.Writer, f *planFlags) error {
 }
 
 // parsePlan parses and checks the flags; every error names its flag.
-func parsePlan(args []string, stderr io.Writer) (*planFlags, error) {
+func parsePlan(args []string, stdout, stderr io.Writer) (*planFlags, error) {
 	f := &planFlags{set: map[string]bool{}}
 	fs := newFlags("plan", stderr)
 	fs.Float64Var(&f.rcu, "rcu", 0, "table, bulk load: provisioned read capacity units")
@@ -130,10 +130,10 @@ func parsePlan(args []string, stderr io.Writer) (*planFlags, error) {
 	fs.BoolVar(&f.consistent, "consistent", false, "hot key: strongly consistent reads")
 	fs.Float64Var(&f.util, "utilization", 0, "hot key: planned fraction of a partition's WCU per physical key (default 0.5)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, planUsage)
+		fmt.Fprintln(fs.Output(), planUsage)
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, stdout); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

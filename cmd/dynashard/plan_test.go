@@ -133,8 +133,8 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, args := range [][]string{{"help"}, {"-h"}, {"-help"}, {"--help"}, {"analyze", "-h"}, {"plan", "-h"}, {"plan", "--help"}, {"proxy", "-h"}} {
 		code, out, errOut := runCLI(t, "", args...)
-		if code != 0 || out != "" || !strings.Contains(errOut, "usage: dynashard") {
-			t.Errorf("%q: exit %d, stdout %q, stderr %d bytes; want 0, the usage on stderr and nothing on stdout", args, code, out, len(errOut))
+		if code != 0 || errOut != "" || !strings.Contains(out, "usage: dynashard") {
+			t.Errorf("%q: exit %d, stderr %q, stdout %d bytes; want 0, the usage asked for on stdout and nothing on stderr", args, code, errOut, len(out))
 		}
 	}
 }

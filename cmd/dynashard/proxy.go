@@ -62,7 +62,7 @@ type proxyFlags struct {
 }
 
 func runProxy(args []string, _ io.Reader, stdout, stderr io.Writer) error {
-	f, err := parseProxy(args, stderr)
+	f, err := parseProxy(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -72,15 +72,15 @@ func runProxy(args []string, _ io.Reader, stdout, stderr io.Writer) error {
 }
 
 // parseProxy parses and checks the flags; every error names its flag.
-func parseProxy(args []string, stderr io.Writer) (*proxyFlags, error) {
+func parseProxy(args []string, stdout, stderr io.Writer) (*proxyFlags, error) {
 	f := &proxyFlags{set: map[string]bool{}}
 	fs := newFlags("proxy", stderr)
 	f.define(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, proxyUsage)
+		fmt.Fprintln(fs.Output(), proxyUsage)
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, stdout); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

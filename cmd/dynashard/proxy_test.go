@@ -214,7 +214,7 @@ func TestProxyFlags(t *testing.T) {
 		"-adaptive", "instant", "-adaptive-delay", "1m", "-partition-size", "64KB", "-time-scale", "60",
 		"-unprocessed", "0.5", "-throttle", "0.1", "-error", "0.2", "-error-after", "0.3", "-reset-before", "0.4",
 		"-reset-after", "0.05", "-truncate", "0.06", "-latency", "5ms", "-jitter", "2ms",
-		"-ops", "BatchWriteItem, Query", "-keys", "a,b", "-seed", "7"}, &bytes.Buffer{})
+		"-ops", "BatchWriteItem, Query", "-keys", "a,b", "-seed", "7"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestProxyFlags(t *testing.T) {
 	if diff := cmp.Diff(f.cfg, want); diff != "" {
 		t.Errorf("partition model flags (-got +want):\n%s", diff)
 	}
-	f, err = parseProxy([]string{"-target", "http://127.0.0.1:8001", "-model", "perkey", "-wcu", "100", "-rcu", "300", "-burst", "2s"}, &bytes.Buffer{})
+	f, err = parseProxy([]string{"-target", "http://127.0.0.1:8001", "-model", "perkey", "-wcu", "100", "-rcu", "300", "-burst", "2s"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestProxyFlags(t *testing.T) {
 // exactly faultproxy.Config's zero value, so the command and the package
 // share one default.
 func TestProxyDefaults(t *testing.T) {
-	f, err := parseProxy([]string{"-target", "http://127.0.0.1:8001"}, &bytes.Buffer{})
+	f, err := parseProxy([]string{"-target", "http://127.0.0.1:8001"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
