@@ -2,15 +2,13 @@ package shard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
+	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/backoff"
 )
 
@@ -295,58 +293,13 @@ func (t *Table[T]) report(ctx context.Context, base string, attempts, throttled 
 	}
 }
 
-// attempts counts a request's SDK attempts and the throttled ones, and
-// notes an attempt that may have been applied though it failed.
-type attempts struct {
-	mu             sync.Mutex
-	sent, throttle int
-	maybeApplied   bool
-}
-
-// observe returns a per-request option that counts every attempt the
-// SDK's retryer makes in a.
-func (t *Table[T]) observe(a *attempts) func(*dynamodb.Options) {
-	return func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("dynashard/attempts",
-				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-					out, md, err := next.HandleFinalize(ctx, in)
-					a.mu.Lock()
-					a.sent++
-					switch {
-					case backoff.IsThrottle(err):
-						a.throttle++
-					case err != nil && !refused(err):
-						a.maybeApplied = true
-					}
-					a.mu.Unlock()
-					return out, md, err
-				}), middleware.After)
-		})
-	}
-}
-
-// refused reports whether err is an HTTP 4xx response: a request the
-// service refused without applying it. Any other failure (a reset
-// connection, a timeout, a 5xx) may come after the write was applied.
-func refused(err error) bool {
-	var re interface{ HTTPStatusCode() int }
-	if !errors.As(err, &re) {
-		return false
-	}
-	code := re.HTTPStatusCode()
-	return code >= 400 && code < 500
-}
-
 // reportAttempts reports what a's request saw; a client that ignores
 // per-request options counts as one attempt, throttled if err is.
-func (t *Table[T]) reportAttempts(ctx context.Context, base string, a *attempts, err error) {
+func (t *Table[T]) reportAttempts(ctx context.Context, base string, a *attempts.Counter, err error) {
 	if t.opts.Grower == nil {
 		return
 	}
-	a.mu.Lock()
-	sent, throttled := a.sent, a.throttle
-	a.mu.Unlock()
+	sent, throttled := a.Counts()
 	if sent == 0 {
 		sent = 1
 		if backoff.IsThrottle(err) {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 )
@@ -84,8 +85,8 @@ func (b loadClient[T]) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWri
 	if len(keep) > 0 {
 		send.RequestItems[t.l.Table] = keep
 		fctx, cancel := context.WithDeadline(ctx, deadline)
-		var a attempts
-		res, err := t.c.BatchWriteItem(fctx, &send, append(optFns, t.observe(&a))...)
+		var a attempts.Counter
+		res, err := t.c.BatchWriteItem(fctx, &send, append(optFns, a.Option)...)
 		cancel()
 		b.report(&a, err, keep, res)
 		switch {
@@ -142,15 +143,14 @@ func (b loadClient[T]) txPut(ctx context.Context, base, id string, v view, keys 
 }
 
 // report tells the Grower, if any, what a request's items per base saw.
-func (b loadClient[T]) report(a *attempts, err error, sent []types.WriteRequest, out *dynamodb.BatchWriteItemOutput) {
+func (b loadClient[T]) report(a *attempts.Counter, err error, sent []types.WriteRequest, out *dynamodb.BatchWriteItemOutput) {
 	t := b.t
 	if t.opts.Grower == nil {
 		return
 	}
-	a.mu.Lock()
-	n, throttled := max(a.sent, 1), a.throttle
-	a.mu.Unlock()
-	if a.sent == 0 && backoff.IsThrottle(err) {
+	sent0, throttled := a.Counts()
+	n := max(sent0, 1)
+	if sent0 == 0 && backoff.IsThrottle(err) {
 		throttled = 1
 	}
 	items := t.perBase(map[string][]types.WriteRequest{t.l.Table: sent})

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 )
 
@@ -236,8 +237,8 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 func (t *Table[T]) write(ctx context.Context, v view, base, id string, keys []string, op txOp, plain func(context.Context, []func(*dynamodb.Options)) error, optFns ...func(*dynamodb.Options)) (string, error) {
 	fctx, cancel := context.WithDeadline(ctx, v.deadline(t.l))
 	defer cancel()
-	var a attempts
-	optFns = append(slices.Clip(optFns), t.observe(&a))
+	var a attempts.Counter
+	optFns = append(slices.Clip(optFns), a.Option)
 	pk, err := keys[0], error(nil)
 	if len(keys) == 1 {
 		if err = plain(fctx, optFns); err != nil {
@@ -253,15 +254,10 @@ func (t *Table[T]) write(ctx context.Context, v view, base, id string, keys []st
 // plainErr is requestErr for a plain write, whose SDK retries may follow
 // an attempt that was applied but whose response was lost: a condition
 // that fails after such an attempt may have failed on the write's own
-// result, so the outcome is unknown, not a conflict. (A transaction is
-// safe: the SDK gives every attempt the same ClientRequestToken, and
-// DynamoDB answers a repeat with the first attempt's success.)
-func (t *Table[T]) plainErr(op, pk, id string, a *attempts, err error) error {
+// result, so the outcome is unknown, not a conflict (internal/attempts).
+func (t *Table[T]) plainErr(op, pk, id string, a *attempts.Counter, err error) error {
 	var ccf *types.ConditionalCheckFailedException
-	a.mu.Lock()
-	maybe := a.maybeApplied
-	a.mu.Unlock()
-	if maybe && errors.As(err, &ccf) {
+	if a.MaybeApplied() && errors.As(err, &ccf) {
 		return fmt.Errorf("shard: %s table %s key %q id %q: outcome unknown: an attempt that may have been applied was retried, and the retry's condition failed (%v)", op, t.l.Table, pk, id, err)
 	}
 	return t.requestErr(op, pk, id, err)

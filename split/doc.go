@@ -53,6 +53,10 @@
 //
 // Every write of a part is linearizable on its own (one conditional
 // request); Create, Delete and multi-part Puts are atomic across parts.
+// A single-part write whose condition fails only on an SDK retry, after an
+// attempt that may have been applied (a reset connection, a timeout, a
+// 5xx), may have failed on its own result: it returns a *PartError saying
+// the outcome is unknown, matching neither ErrConflict nor ErrNotFound.
 // The package's model check drives random operations, concurrent ones
 // included, through a Store on DynamoDB Local and checks every history
 // against a model of one logical item.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 )
 
@@ -113,6 +114,19 @@ func (s *Store[T]) txError(op string, k Key, ws []write, err error) error {
 // condition of the caller's was involved, which split cannot evaluate
 // (ErrConflict: right for dynalite, where that is the only way to get
 // here without a concurrent writer).
+// retried is the error of a single-part write whose condition failed on
+// an SDK retry after an attempt that may have been applied: its outcome
+// is unknown (internal/attempts), neither ErrConflict nor ErrNotFound. It
+// is nil for any other failure.
+func retried(a *attempts.Counter, op string, k Key, w write, err error) error {
+	var ccf *types.ConditionalCheckFailedException
+	if !a.MaybeApplied() || !errors.As(err, &ccf) {
+		return nil
+	}
+	return &PartError{Part: w.p.Name, Table: w.p.table, Key: k,
+		Err: fmt.Errorf("split: %s: outcome unknown: an attempt that may have been applied was retried, and the retry's condition failed (%v)", op, err)}
+}
+
 func (s *Store[T]) failed(ctx context.Context, op string, k Key, w write, err error, o Options) error {
 	perr := func(e error) error { return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: e} }
 	var ccf *types.ConditionalCheckFailedException

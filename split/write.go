@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 )
 
@@ -237,9 +238,14 @@ func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update ex
 		in.ExpressionAttributeValues[":splitOne"] = &types.AttributeValueMemberN{Value: "1"}
 	}
 	s.ask(&in.ReturnConsumedCapacity, o)
-	out, err := s.c.UpdateItem(ctx, in)
+	var a attempts.Counter
+	out, err := s.c.UpdateItem(ctx, in, a.Option)
 	if err != nil {
-		return zero, s.failed(ctx, "Update", k, write{p: p, key: km, onlyExists: only, userCond: !only}, err, o)
+		w := write{p: p, key: km, onlyExists: only, userCond: !only}
+		if uerr := retried(&a, "Update", k, w, err); uerr != nil {
+			return zero, uerr
+		}
+		return zero, s.failed(ctx, "Update", k, w, err, o)
 	}
 	record(o.Capacity, deref(out.ConsumedCapacity)...)
 	av := s.logicalKey(k)
@@ -369,8 +375,12 @@ func (s *Store[T]) putOne(ctx context.Context, k Key, w write, o Options) error 
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 	}
 	s.ask(&in.ReturnConsumedCapacity, o)
-	out, err := s.c.PutItem(ctx, in)
+	var a attempts.Counter
+	out, err := s.c.PutItem(ctx, in, a.Option)
 	if err != nil {
+		if uerr := retried(&a, "Put", k, w, err); uerr != nil {
+			return uerr
+		}
 		return s.failed(ctx, "Put", k, w, err, o)
 	}
 	record(o.Capacity, deref(out.ConsumedCapacity)...)
@@ -387,8 +397,12 @@ func (s *Store[T]) deleteOne(ctx context.Context, k Key, w write, o Options) err
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 	}
 	s.ask(&in.ReturnConsumedCapacity, o)
-	out, err := s.c.DeleteItem(ctx, in)
+	var a attempts.Counter
+	out, err := s.c.DeleteItem(ctx, in, a.Option)
 	if err != nil {
+		if uerr := retried(&a, "Delete", k, w, err); uerr != nil {
+			return uerr
+		}
 		return s.failed(ctx, "Delete", k, w, err, o)
 	}
 	record(o.Capacity, deref(out.ConsumedCapacity)...)
