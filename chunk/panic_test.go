@@ -68,14 +68,6 @@ func (r *panickingReader) Read(b []byte) (int, error) {
 	return k, nil
 }
 
-// caught runs call and returns what it panicked with in this goroutine, or
-// else its error. A panic on any other goroutine is not recovered here: it
-// ends the test binary.
-func caught(call func() error) (panicked any, err error) {
-	defer func() { panicked = recover() }()
-	return nil, call()
-}
-
 // TestNoPanicEscapes (issue 20, item 5): every entry point of a Store,
 // driven with a client that panics on the operation the call depends on,
 // a panicking ObjectStore or reader, or a nil or typed-nil input, either
@@ -172,22 +164,7 @@ func TestNoPanicEscapes(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				oc.reset()
-				v, err := caught(tc.call)
-				switch {
-				case tc.want == errPanic:
-					if e, ok := v.(error); !ok || !errors.Is(e, errPanic) {
-						t.Errorf("recovered %v (error %v), want a panic matching errPanic in the caller's goroutine", v, err)
-					}
-				case v != nil:
-					t.Errorf("panicked: %v", v)
-				default:
-					if !errors.Is(err, tc.want) {
-						t.Errorf("got %v, want %v", err, tc.want)
-					}
-					if n := oc.total(); n != 0 {
-						t.Errorf("%d requests, want 0", n)
-					}
-				}
+				ddbtest.NoEscape(t, tc.call, errPanic, tc.want, nil, func() int { return int(oc.total()) })
 			})
 		}
 		if got, _, err := st.Get(ctx, key); err != nil || !bytes.Equal(got, data) {

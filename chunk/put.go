@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
@@ -649,7 +650,7 @@ func classifyFlip(err error) flipResult {
 		return flipRefused
 	case backoff.IsThrottle(err):
 		return flipThrottled
-	case isClientError(err):
+	case attempts.Refused(err):
 		return flipRejected
 	}
 	return flipUnknown
@@ -659,17 +660,6 @@ func classifyFlip(err error) flipResult {
 // sending again (a reset connection, a 5xx, a throttle); throttles are told
 // apart by backoff.IsThrottle.
 var retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
-
-// isClientError reports whether err is an HTTP 4xx response: a request the
-// service refused without applying it.
-func isClientError(err error) bool {
-	var re interface{ HTTPStatusCode() int }
-	if !errors.As(err, &re) {
-		return false
-	}
-	code := re.HTTPStatusCode()
-	return code >= 400 && code < 500
-}
 
 // wait waits before the attempt after attempt, which failed with err:
 // full jitter over a capped exponential delay (package backoff, as the

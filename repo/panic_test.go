@@ -26,14 +26,6 @@ type nilStrategy struct{ n int }
 func (s *nilStrategy) N() int          { return s.n }
 func (s *nilStrategy) Pick(string) int { return 1 }
 
-// caught runs call and returns what it panicked with in this goroutine, or
-// else its error. A panic on any other goroutine is not recovered here: it
-// ends the test binary.
-func caught(call func() error) (panicked any, err error) {
-	defer func() { panicked = recover() }()
-	return nil, call()
-}
-
 // TestNoPanicEscapes (issue 20, item 5): every call of a Repo, driven with
 // a client (its own, or its large field's store's) that panics on the
 // operation the call depends on, a loop body that panics, or a nil or
@@ -140,22 +132,7 @@ func TestNoPanicEscapes(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				sent.reset()
-				v, err := caught(tc.call)
-				switch {
-				case tc.want == errPanic:
-					if e, ok := v.(error); !ok || !errors.Is(e, errPanic) {
-						t.Errorf("recovered %v (error %v), want a panic matching errPanic in the caller's goroutine", v, err)
-					}
-				case v != nil:
-					t.Errorf("panicked: %v", v)
-				default:
-					if !errors.Is(err, tc.want) || !errors.Is(err, repo.ErrInvalid) {
-						t.Errorf("got %v, want %v (ErrInvalid)", err, tc.want)
-					}
-					if n := sent.n(); n != 0 {
-						t.Errorf("%d requests, want 0", n)
-					}
-				}
+				ddbtest.NoEscape(t, tc.call, errPanic, tc.want, repo.ErrInvalid, func() int { return int(sent.n()) })
 			})
 		}
 	})

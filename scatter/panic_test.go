@@ -27,14 +27,6 @@ type nilStrategy struct{ n int }
 func (s *nilStrategy) N() int          { return s.n }
 func (s *nilStrategy) Pick(string) int { return 1 }
 
-// caught runs call and returns what it panicked with in this goroutine, or
-// else its error. A panic on any other goroutine is not recovered here: it
-// ends the test binary.
-func caught(call func() error) (panicked any, err error) {
-	defer func() { panicked = recover() }()
-	return nil, call()
-}
-
 // TestNoPanicEscapes (issue 20, item 5): every call of a Scatter, driven
 // with a client that panics on the operation the call depends on, a loop
 // body that panics, or a nil or typed-nil input, either returns an error
@@ -132,22 +124,7 @@ func TestNoPanicEscapes(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				sent.reset()
-				v, err := caught(tc.call)
-				switch {
-				case tc.want == errPanic:
-					if e, ok := v.(error); !ok || !errors.Is(e, errPanic) {
-						t.Errorf("recovered %v (error %v), want a panic matching errPanic in the caller's goroutine", v, err)
-					}
-				case v != nil:
-					t.Errorf("panicked: %v", v)
-				default:
-					if !errors.Is(err, tc.want) || !errors.Is(err, scatter.ErrInvalid) {
-						t.Errorf("got %v, want %v (ErrInvalid)", err, tc.want)
-					}
-					if n := sent.total(); n != 0 {
-						t.Errorf("%d requests, want 0", n)
-					}
-				}
+				ddbtest.NoEscape(t, tc.call, errPanic, tc.want, scatter.ErrInvalid, func() int { return int(sent.total()) })
 			})
 		}
 		goodTr.CloseIdleConnections()

@@ -31,14 +31,6 @@ type nilResizer struct{ shard.Strategy }
 
 func (nilResizer) WithN(int) shard.Strategy { return (*ptrStrategy)(nil) }
 
-// caught runs call and returns what it panicked with in this goroutine, or
-// else its error. A panic on any other goroutine is not recovered here: it
-// ends the test binary.
-func caught(call func() error) (panicked any, err error) {
-	defer func() { panicked = recover() }()
-	return nil, call()
-}
-
 // TestNoPanicEscapes (issue 20, item 5): every public entry point, driven
 // with a client that panics on the operation the call depends on, a
 // panicking callback or sequence, or a nil or typed-nil input, either
@@ -152,26 +144,7 @@ func TestNoPanicEscapes(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				sent.Store(0)
-				v, err := caught(tc.call)
-				switch {
-				case tc.want == errPanic:
-					if e, ok := v.(error); !ok || !errors.Is(e, errPanic) {
-						t.Errorf("recovered %v (error %v), want a panic matching errPanic in the caller's goroutine", v, err)
-					}
-				case v != nil:
-					t.Errorf("panicked: %v", v)
-				case tc.want == nil:
-					if err != nil {
-						t.Errorf("got %v, want no error", err)
-					}
-				default:
-					if !errors.Is(err, tc.want) || !errors.Is(err, shard.ErrInvalid) {
-						t.Errorf("got %v, want %v (ErrInvalid)", err, tc.want)
-					}
-					if n := sent.Load(); n != 0 {
-						t.Errorf("%d requests, want 0", n)
-					}
-				}
+				ddbtest.NoEscape(t, tc.call, errPanic, tc.want, shard.ErrInvalid, func() int { return int(sent.Load()) })
 			})
 		}
 	})

@@ -13,6 +13,7 @@ package ddbtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -264,4 +265,38 @@ func EachTx(t *testing.T, fn func(t *testing.T, s *Server)) {
 		}
 		fn(t, s)
 	})
+}
+
+// NoEscape runs call and checks how it ended, for the tests that no panic
+// escapes a goroutine of the library: when want is panicValue, call must
+// panic with an error matching it, recovered here in the caller's
+// goroutine (a panic on any other goroutine ends the test binary); when
+// want is nil, it must return nil; otherwise its error must match want
+// (and family, unless nil), and sent, the requests since the case began,
+// must be 0: bad input is refused before any request.
+func NoEscape(t *testing.T, call func() error, panicValue, want, family error, sent func() int) {
+	t.Helper()
+	v, err := func() (panicked any, err error) {
+		defer func() { panicked = recover() }()
+		return nil, call()
+	}()
+	switch {
+	case want == panicValue:
+		if e, ok := v.(error); !ok || !errors.Is(e, panicValue) {
+			t.Errorf("recovered %v (error %v), want a panic matching %v in the caller's goroutine", v, err, panicValue)
+		}
+	case v != nil:
+		t.Errorf("panicked: %v", v)
+	case want == nil:
+		if err != nil {
+			t.Errorf("got %v, want no error", err)
+		}
+	default:
+		if !errors.Is(err, want) || (family != nil && !errors.Is(err, family)) {
+			t.Errorf("got %v, want %v (%v)", err, want, family)
+		}
+		if n := sent(); n != 0 {
+			t.Errorf("%d requests, want 0", n)
+		}
+	}
 }
