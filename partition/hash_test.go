@@ -278,3 +278,16 @@ func TestMaxNIsShardMaxN(t *testing.T) {
 		t.Errorf("maxN = %d, want shard.MaxN = %d", maxN, shard.MaxN)
 	}
 }
+
+// TestErrorsAreInvalidInput: the errors of bad input to the planner match
+// the invalid-input family (dynashard.ErrInvalid), as every package's do.
+func TestErrorsAreInvalidInput(t *testing.T) {
+	for _, err := range []error{ErrWorkload, ErrNoPartition, ErrKey} {
+		if !errors.Is(err, errs.Invalid) {
+			t.Errorf("%v does not match ErrInvalid", err)
+		}
+	}
+	if _, err := Recommend(Workload{WritesPerSecond: -1}); !errors.Is(err, errs.Invalid) {
+		t.Errorf("Recommend of a negative rate: %v, want ErrInvalid", err)
+	}
+}

@@ -1,11 +1,11 @@
 package partition
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // The DynamoDB guide's per-partition limits, which partition planning and
@@ -171,8 +171,8 @@ func (l Layout) Provision(rcu, wcu float64) (Layout, error) {
 }
 
 // ErrNoPartition is returned by [Layout.Split] for an index outside the
-// layout.
-var ErrNoPartition = errors.New("partition: no such partition")
+// layout. It is bad input: it matches dynashard.ErrInvalid.
+var ErrNoPartition = errs.New("partition: no such partition", errs.Invalid)
 
 // Split returns the layout after partition i fills and splits: it is
 // replaced by two partitions, each with half its throughput and half its
@@ -239,8 +239,8 @@ type Recommendation struct {
 
 // ErrWorkload is returned (wrapped) by [Recommend] for a workload it cannot
 // plan: negative or non-finite figures, or one needing more than shard.MaxN
-// shards.
-var ErrWorkload = errors.New("partition: cannot plan workload")
+// shards. It is bad input: it matches dynashard.ErrInvalid.
+var ErrWorkload = errs.New("partition: cannot plan workload", errs.Invalid)
 
 // Recommend returns the smallest shard count N that keeps each physical key
 // of one logical key under Utilization × 1,000 WCU at the peak write rate,
