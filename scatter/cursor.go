@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/keyorder"
+	"github.com/dynashard/dynashard/shard"
 )
 
 // Cursor is an opaque position in a logical query's result, returned by
@@ -213,7 +214,7 @@ func decodeCursor(p *plan, c Cursor, key []byte) (resume, error) {
 	if err != nil {
 		return resume{}, err
 	}
-	res := resume{starts: make([]*position, len(p.suffixes))}
+	var res resume
 	if flags&flagDigest != 0 {
 		if len(b) < 8 {
 			return resume{}, cursorErr(CursorMalformed, "truncated digest")
@@ -224,18 +225,36 @@ func decodeCursor(p *plan, c Cursor, key []byte) (resume, error) {
 	if res.def, err = r.position(p); err != nil {
 		return resume{}, err
 	}
+	n, ok := r.uvarint()
+	if !ok || n > uint64(p.suffixCount()) {
+		return resume{}, cursorErr(CursorMalformed, "bad shard count")
+	}
+	// Listed shards, in ascending order; the others stand at def. Before
+	// the layout check (decodeEarly) the suffixes are not known: starts
+	// then reaches only as far as the last listed shard, and fit extends it.
+	type listed struct {
+		ord int
+		pos *position
+	}
+	var ls []listed
+	last := -1
+	for range n {
+		ord, pos, err := r.override(p, res.def, last)
+		if err != nil {
+			return resume{}, err
+		}
+		ls, last = append(ls, listed{ord, pos}), ord
+	}
+	size := len(p.suffixes)
+	if p.anySuffix {
+		size = last + 1
+	}
+	res.starts = make([]*position, size)
 	for i := range res.starts {
 		res.starts[i] = res.def
 	}
-	n, ok := r.uvarint()
-	if !ok || n > uint64(len(p.suffixes)) {
-		return resume{}, cursorErr(CursorMalformed, "bad shard count")
-	}
-	last := -1
-	for range n {
-		if last, err = r.override(p, res, last); err != nil {
-			return resume{}, err
-		}
+	for _, l := range ls {
+		res.starts[l.ord] = l.pos
 	}
 	if len(r.b) != 0 {
 		return resume{}, cursorErr(CursorMalformed, "%d trailing bytes", len(r.b))
@@ -293,29 +312,28 @@ func verify(b []byte, signed bool, key []byte) ([]byte, error) {
 	return body, nil
 }
 
-// override reads one listed shard's position into res; last is the
+// override reads one listed shard's ordinal and position; last is the
 // ordinal listed before it.
-func (r *reader) override(p *plan, res resume, last int) (int, error) {
+func (r *reader) override(p *plan, def *position, last int) (int, *position, error) {
 	suffix, ok := r.uvarint()
 	if !ok {
-		return 0, cursorErr(CursorMalformed, "truncated shard entry")
+		return 0, nil, cursorErr(CursorMalformed, "truncated shard entry")
 	}
-	ord, found := ordinal(p.suffixes, suffix)
+	ord, found := p.ordinal(suffix)
 	if !found {
-		return 0, cursorErr(CursorOutOfRange, "suffix %d is not queried", suffix)
+		return 0, nil, cursorErr(CursorOutOfRange, "suffix %d is not queried", suffix)
 	}
 	if ord <= last {
-		return 0, cursorErr(CursorMalformed, "suffix %d out of order or repeated", suffix)
+		return 0, nil, cursorErr(CursorMalformed, "suffix %d out of order or repeated", suffix)
 	}
 	pos, err := r.position(p)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if samePosition(pos, res.def) {
-		return 0, cursorErr(CursorMalformed, "suffix %d listed at the default position", suffix)
+	if samePosition(pos, def) {
+		return 0, nil, cursorErr(CursorMalformed, "suffix %d listed at the default position", suffix)
 	}
-	res.starts[ord] = pos
-	return ord, nil
+	return ord, pos, nil
 }
 
 func (r *reader) position(p *plan) (*position, error) {
@@ -326,7 +344,7 @@ func (r *reader) position(p *plan) (*position, error) {
 	if suffix == 0 {
 		return nil, nil
 	}
-	ord, found := ordinal(p.suffixes, suffix)
+	ord, found := p.ordinal(suffix)
 	if !found {
 		return nil, cursorErr(CursorOutOfRange, "position in suffix %d, which is not queried", suffix)
 	}
@@ -384,6 +402,24 @@ func valueKind(v types.AttributeValue) (keyorder.Kind, int) {
 		return keyorder.B, len(v.Value)
 	}
 	return 0, 0
+}
+
+// ordinal returns the ordinal of suffix s among the plan's suffixes; for
+// a plan decoding before the layout check (anySuffix), s - 1 for any s in
+// 1..shard.MaxN.
+func (p *plan) ordinal(s uint64) (int, bool) {
+	if p.anySuffix {
+		return int(s) - 1, s >= 1 && s <= shard.MaxN
+	}
+	return ordinal(p.suffixes, s)
+}
+
+// suffixCount is the number of suffixes the plan may read.
+func (p *plan) suffixCount() int {
+	if p.anySuffix {
+		return shard.MaxN
+	}
+	return len(p.suffixes)
 }
 
 func ordinal(suffixes []int, s uint64) (int, bool) {

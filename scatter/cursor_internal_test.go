@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -257,4 +258,57 @@ func FuzzDecodeCursorText(f *testing.F) {
 			t.Fatalf("got %v, want ErrInvalidCursor", err)
 		}
 	})
+}
+
+// TestDecodeEarlyAllocation: decoding a cursor before the layout check
+// (against every suffix a base may have, 1..shard.MaxN) and fitting it to
+// the base's 200 suffixes allocates in proportion to the cursor and the
+// base, not to MaxN: a few KB, where two MaxN-slot slices took 160 KB.
+func TestDecodeEarlyAllocation(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	p := testPlan(t, 200)
+	c, err := encodeCursor(p, randomPositions(r, p), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := *p
+	early.o.Suffixes = nil
+	var before, after runtime.MemStats
+	const runs = 100
+	runtime.ReadMemStats(&before)
+	for range runs {
+		res, err := decodeEarly(&early, c, nil)
+		if err == nil {
+			_, err = res.fit(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 32<<10 {
+		t.Errorf("decoding and fitting a cursor of 200 shards allocates %d bytes, want at most 32 KiB", per)
+	}
+}
+
+// BenchmarkDecodeEarly reports the bytes and allocations of decoding a
+// Page's cursor (200 shards, every one listed) before the layout check.
+func BenchmarkDecodeEarly(b *testing.B) {
+	r := rand.New(rand.NewPCG(4, 4))
+	p := testPlan(b, 200)
+	c, err := encodeCursor(p, randomPositions(r, p), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	early := *p
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := decodeEarly(&early, c, nil)
+		if err == nil {
+			_, err = res.fit(p)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }

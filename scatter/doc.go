@@ -111,6 +111,20 @@
 // check; breaking out of the loop or cancelling the context cancels the
 // requests in flight and waits for them, so no goroutine outlives a call.
 //
+// # What a page costs
+//
+// An exact page reads every shard: a Page is N Queries (plus the layout
+// check's read once per HistoryTTL), and DynamoDB charges each Query at
+// least half a read unit (one with ConsistentRead), whatever it returns.
+// So a page of 50 small items costs at least N/2 read units, where one
+// Query of an unsharded key costs about 0.5 (at N = 200, 100 or more:
+// measured 110 on DynamoDB Local). That is the price of exact pages that
+// see live writes, and a hand-written errgroup of Queries pays it too; it
+// is what the write headroom of N buys (package partition's Recommend
+// states both for a workload, and so does `dynashard plan`). Choose the
+// smallest N that carries the writes; shard.GrowOptions.ShrinkBelow makes
+// the Grower recommend a smaller N for a base that no longer needs it.
+//
 // # When DynamoDB throttles
 //
 // All, Page and Count back off their requests in flight when DynamoDB

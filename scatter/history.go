@@ -1,10 +1,6 @@
 package scatter
 
-import (
-	"slices"
-
-	"github.com/dynashard/dynashard/shard"
-)
+import "slices"
 
 // A base's shard count may change (shard.Layout.Reshard): a call reads the
 // suffixes of every count in the base's history, which the layout check
@@ -31,15 +27,13 @@ func (p *plan) widen(h []int) error {
 // without Options.Suffixes a call reads the suffixes of the base's
 // history, which the layout check reads, so positions are decoded against
 // every suffix a base may have (1..shard.MaxN, where a shard's ordinal is
-// its suffix - 1, as in the final plan), and Page fits them to the base's
-// suffixes after the check (resume.fit).
+// its suffix - 1, as in the final plan; nothing of that size is
+// allocated), and Page fits them to the base's suffixes after the check
+// (resume.fit).
 func decodeEarly(p *plan, c Cursor, key []byte) (resume, error) {
 	if len(p.o.Suffixes) == 0 {
 		wide := *p
-		wide.suffixes = make([]int, shard.MaxN)
-		for i := range wide.suffixes {
-			wide.suffixes[i] = i + 1
-		}
+		wide.anySuffix = true
 		p = &wide
 	}
 	return decodeCursor(p, c, key)
@@ -51,7 +45,7 @@ func decodeEarly(p *plan, c Cursor, key []byte) (resume, error) {
 // and one naming a suffix a Rebalance has retired is out of range.
 func (res resume) fit(p *plan) (resume, error) {
 	n := len(p.suffixes)
-	if res.starts == nil || len(res.starts) == n {
+	if res.starts == nil {
 		return res, nil
 	}
 	out := func(pos *position) bool { return pos != nil && pos.ord >= n }
@@ -63,6 +57,11 @@ func (res resume) fit(p *plan) (resume, error) {
 			return resume{}, cursorErr(CursorOutOfRange, "suffix %d, which base %q no longer has", ord+1, p.base)
 		}
 	}
-	res.starts = res.starts[:n]
+	if len(res.starts) > n {
+		res.starts = res.starts[:n]
+	}
+	for len(res.starts) < n { // shards after the last one listed stand at def
+		res.starts = append(res.starts, res.def)
+	}
 	return res, nil
 }

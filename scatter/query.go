@@ -27,22 +27,25 @@ const (
 // plan is a call checked and turned into what its requests need: the
 // layout, the base and the call's options.
 type plan struct {
-	l        shard.Layout
-	o        Options
-	base     string
-	pkAttr   string
-	skAttr   string
-	keyAttrs []string // attributes of a resume key besides pkAttr, sorted
-	skIndex  int      // skAttr's index in keyAttrs; -1 without a sort key
-	keyKinds []keyorder.Kind
-	keyMax   []int    // byte limit of each keyAttrs value
-	suffixes []int    // ascending; the index into it is a shard's ordinal
-	pks      []string // physical keys, by ordinal
-	desc     bool
-	ordered  bool
-	cond     sortCond // the parsed KeyCondition
-	history  []int    // the base's shard counts (shard.Layout.Shards), set by widen
-	copies   bool     // an item may be in several shards at once (see copies.go)
+	// anySuffix: decoding a cursor before the layout check, against every
+	// suffix 1..shard.MaxN (decodeEarly); suffixes is then not filled in.
+	anySuffix bool
+	l         shard.Layout
+	o         Options
+	base      string
+	pkAttr    string
+	skAttr    string
+	keyAttrs  []string // attributes of a resume key besides pkAttr, sorted
+	skIndex   int      // skAttr's index in keyAttrs; -1 without a sort key
+	keyKinds  []keyorder.Kind
+	keyMax    []int    // byte limit of each keyAttrs value
+	suffixes  []int    // ascending; the index into it is a shard's ordinal
+	pks       []string // physical keys, by ordinal
+	desc      bool
+	ordered   bool
+	cond      sortCond // the parsed KeyCondition
+	history   []int    // the base's shard counts (shard.Layout.Shards), set by widen
+	copies    bool     // an item may be in several shards at once (see copies.go)
 
 	keyCond, filter, projection string
 	names                       map[string]string
