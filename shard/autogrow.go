@@ -65,7 +65,10 @@ const (
 	// is judged again after Cooldown.
 	GrowFailed
 	// RecommendShrink: the base would do with To shards instead of From;
-	// nothing was changed.
+	// nothing was changed. The saving is on reads: an exact read of the
+	// whole base is one Query per shard, each charged at least half a
+	// read unit, so From shards cost at least From/2 read units per page
+	// and To shards To/2 (see "What a page costs" in package scatter).
 	RecommendShrink
 )
 
