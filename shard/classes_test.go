@@ -14,6 +14,7 @@ import (
 
 	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/scatter"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -242,6 +243,61 @@ func TestConditionalWriteRacingDelete(t *testing.T) {
 			default:
 				t.Errorf("%s racing a Delete: the write returned %v, then Get %+v, %v: no serial order gives that", op, werr, got, err)
 			}
+		}
+	})
+}
+
+// TestReshardSeenInProcess (class 8): a Reshard made through one client
+// is seen at once by a Table and a Scatter on another client of the same
+// process (the history is cached per process, not per client): an item
+// written after it under the new count is found by Get and scatter.All.
+func TestReshardSeenInProcess(t *testing.T) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		name := s.Table(t, "pk:S", "sk:S")
+		l := layoutOf(name, shard.Hash(4))
+		l.HistoryTTL = 5 * time.Second // long enough for a per-client cache to show
+		a, err := shard.NewTable[Order](s.Client(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := shard.NewTable[Order](s.Client(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := scatter.New(s.Client(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Put(ctx, "day", Order{ID: "x"}); err != nil { // b caches [4]
+			t.Fatal(err)
+		}
+		if _, err := a.Reshard(ctx, "day", 8); err != nil {
+			t.Fatal(err)
+		}
+		id := "y0"
+		for i := 0; shard.Hash(4).Pick(id) == shard.Hash(8).Pick(id); i++ {
+			id = fmt.Sprint("y", i)
+		}
+		if err := a.Put(ctx, "day", Order{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Get(ctx, "day", id); err != nil {
+			t.Errorf("Get through the other client: %v", err)
+		}
+		var got []string
+		for it, err := range sc.All(ctx, "day") {
+			var o Order
+			if err == nil {
+				err = it.Unmarshal(&o)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, o.ID)
+		}
+		if want := []string{"x", id}; !slices.Equal(got, want) {
+			t.Errorf("scatter through the other client: %v, want %v", got, want)
 		}
 	})
 }
