@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -42,8 +43,8 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/chunk"
-	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // Client is the part of *s3.Client a Bucket uses.
@@ -113,7 +114,7 @@ func New(c Client, bucket string, optFns ...func(*Options)) (*Bucket, error) {
 		o.Concurrency = DefaultConcurrency
 	}
 	switch {
-	case errs.IsNil(c):
+	case c == nil, reflect.ValueOf(c).Kind() == reflect.Pointer && reflect.ValueOf(c).IsNil():
 		return nil, invalid("nil client")
 	case bucket == "":
 		return nil, invalid("empty bucket name")
@@ -126,7 +127,7 @@ func New(c Client, bucket string, optFns ...func(*Options)) (*Bucket, error) {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: s3blob: New: %s", errs.Invalid, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: s3blob: New: %s", dynashard.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
 // Put stores body under key with user metadata meta: with one PutObject if
@@ -292,7 +293,7 @@ func (b *Bucket) multipart(ctx context.Context, key string, body io.Reader, meta
 // GET.
 func (b *Bucket) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
 	if off < 0 || n <= 0 {
-		return nil, fmt.Errorf("%w: s3blob: get %s: range of %d bytes at %d", errs.Invalid, key, n, off)
+		return nil, fmt.Errorf("%w: s3blob: get %s: range of %d bytes at %d", dynashard.ErrInvalid, key, n, off)
 	}
 	out, err := b.c.GetObject(ctx, &s3.GetObjectInput{
 		Bucket: &b.bucket, Key: &key, Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
