@@ -28,8 +28,26 @@ func TestLoadSurvivesOutage(t *testing.T) {
 					st := shard.Hash(20)
 					tbl := newOrders(t, c, name, st)
 					in := sortedOrders(15, 100)
-					end := time.AfterFunc(outage, func() { _ = p.Set(faultproxy.Config{}) })
-					defer end.Stop()
+					// The outage lasts from the first unprocessed response, not from
+					// now: on a loaded machine the Load may take a while to send.
+					stop := make(chan struct{})
+					ended := make(chan struct{})
+					go func() {
+						defer close(ended)
+						for p.Stats().Total.Unprocessed == 0 {
+							select {
+							case <-stop:
+								return
+							case <-time.After(5 * time.Millisecond):
+							}
+						}
+						select {
+						case <-stop:
+						case <-time.After(outage):
+							_ = p.Set(faultproxy.Config{})
+						}
+					}()
+					defer func() { close(stop); <-ended }()
 					stats, err := tbl.Load(context.Background(), seq2(in), func(o *shard.LoadOptions) { o.MaxConcurrency = conc })
 					if err != nil {
 						t.Fatalf("Load: %v", err)
