@@ -190,7 +190,12 @@ func TestLayoutRecordCost(t *testing.T) {
 		ctx := context.Background()
 		name := s.Table(t, "pk:S", "sk:S")
 		c, sent := countingClient(s)
-		tbl := newOrders(t, c, name, shard.Hash(4))
+		l := layoutOf(name, shard.Hash(4))
+		l.HistoryTTL = time.Minute // the cost per HistoryTTL, however slow the machine
+		tbl, err := shard.NewTable[Order](c, l)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := range 5 {
 			if err := tbl.Put(ctx, "day", Order{ID: fmt.Sprint(i)}); err != nil {
 				t.Fatal(err)
@@ -204,7 +209,7 @@ func TestLayoutRecordCost(t *testing.T) {
 			t.Errorf("%d requests, want 12 (10 data + 2 for the record)", got)
 		}
 		uc, usent := countingClient(s)
-		l := layoutOf(name, shard.Hash(8))
+		l = layoutOf(name, shard.Hash(8))
 		l.Unchecked = true
 		loose, err := shard.NewTable[Order](uc, l)
 		if err != nil {

@@ -160,7 +160,7 @@ func Rebalance(ctx context.Context, c RebalanceClient, l Layout, base string, op
 	if err != nil || !ok {
 		return RebalanceProgress{}, err
 	}
-	if _, err := l.accept(base, rec, time.Now()); err != nil {
+	if _, err := l.accept(base, rec); err != nil {
 		return RebalanceProgress{}, err
 	}
 	h := rec.shards

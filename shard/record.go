@@ -146,7 +146,7 @@ func (l Layout) history(ctx context.Context, c RecordReader, base string, maxAge
 		if !ok {
 			return view{shards: []int{l.N()}, at: at}, nil
 		}
-		return l.accept(base, rec, at)
+		return l.accept(base, rec)
 	})
 }
 
@@ -186,7 +186,7 @@ func (l Layout) record(ctx context.Context, c RecordClient, base string) (view, 
 			return view{}, err
 		}
 		if ok {
-			return l.accept(base, rec, at)
+			return l.accept(base, rec)
 		}
 		err = l.writeRecord(ctx, c, base)
 		var ccf *types.ConditionalCheckFailedException
@@ -208,14 +208,17 @@ type record struct {
 	shards  []int
 	pending bool
 	rev     int
+	// at is when the read that returned the record was sent, got when its
+	// answer came: the record was as read at some moment between.
+	at, got time.Time
 }
 
-// accept checks rec against l and caches its view, read at at.
-func (l Layout) accept(base string, rec record, at time.Time) (view, error) {
+// accept checks rec against l and caches its view.
+func (l Layout) accept(base string, rec record) (view, error) {
 	if rec.shape != l.shape() {
 		return view{}, &LayoutError{Base: base, Want: l.String(), Stored: rec.String(l.Table)}
 	}
-	v := view{shards: rec.shards, pending: rec.pending, rev: rec.rev, at: at}
+	v := view{shards: rec.shards, pending: rec.pending, rev: rec.rev, at: rec.at, got: rec.got}
 	views.add(l, base, v)
 	return v, nil
 }
@@ -253,6 +256,7 @@ func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (re
 	if err != nil {
 		return record{}, false, err
 	}
+	at := time.Now()
 	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(l.Table), Key: key, ConsistentRead: aws.Bool(true),
 		ProjectionExpression:     aws.String("#l, #s, #r, #p"),
@@ -267,10 +271,12 @@ func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (re
 	if out.Item == nil {
 		return record{}, false, nil
 	}
+	got := time.Now()
 	rec, err := parseRecord(out.Item)
 	if err != nil {
 		return record{}, false, fmt.Errorf("shard: table %s base %q: %w", l.Table, clip(base), err)
 	}
+	rec.at, rec.got = at, got
 	return rec, true, nil
 }
 

@@ -137,7 +137,7 @@ func (l Layout) reshard(ctx context.Context, c ReshardClient, base string, n int
 			}
 			return view{}, err
 		}
-		cur, err := l.accept(base, rec, at)
+		cur, err := l.accept(base, rec)
 		if err != nil {
 			return view{}, err
 		}
@@ -161,6 +161,7 @@ func (l Layout) reshard(ctx context.Context, c ReshardClient, base string, n int
 		next := view{shards: append(slices.Clone(h), n), pending: true, rev: rec.rev + 1, at: time.Now()}
 		err = l.setHistory(ctx, c, base, rec.rev, next.shards, true)
 		if err == nil {
+			next.got = time.Now() // the count was announced by now
 			views.add(l, base, next)
 			return next, nil
 		}

@@ -20,7 +20,21 @@ type view struct {
 	shards  []int // oldest first; the last is pending if pending is set
 	pending bool
 	rev     int
-	at      time.Time // when the record was read
+	// at is when the read of the record was sent (or the write of it, for
+	// the writer's own view): deadlines count from it, the earliest the
+	// record can have been as seen. got is when the answer came (zero if
+	// unknown): a change the view shows had happened by then, so the fence
+	// of a pending count counts from it (see seen).
+	at, got time.Time
+}
+
+// since is the earliest time v's record is known to have held v's
+// content: got, or at when got is unknown.
+func (v view) since() time.Time {
+	if v.got.IsZero() {
+		return v.at
+	}
+	return v.got
 }
 
 // writeN is the count writers use: the newest one that is not pending.
@@ -185,10 +199,10 @@ func (c *viewCache) add(l Layout, base string, v view) time.Time {
 	defer c.mu.Unlock()
 	e, hit := c.m[k]
 	if hit && e.v.rev > v.rev && e.v.at.After(v.at) {
-		return v.at
+		return v.since()
 	}
-	seen := v.at
-	if hit && e.v.rev == v.rev && !e.seen.IsZero() {
+	seen := v.since()
+	if hit && e.v.rev == v.rev && !e.seen.IsZero() && e.seen.Before(seen) {
 		seen = e.seen
 	}
 	if len(c.m) >= maxViews {
@@ -198,15 +212,18 @@ func (c *viewCache) add(l Layout, base string, v view) time.Time {
 	return seen
 }
 
-// seen returns when this process first saw v's revision of base's record
-// (v's own reading if the cache holds another).
+// seen returns when this process first had v's revision of base's record
+// in hand: the answer of a read that showed it (or of the write that made
+// it), never the moment such a read was sent, which may precede the
+// change. A pending count's fence counts from it. v's own if the cache
+// holds another revision.
 func (c *viewCache) seen(l Layout, base string, v view) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, hit := c.m[viewKeyOf(l, base)]; hit && e.v.rev == v.rev && !e.seen.IsZero() {
 		return e.seen
 	}
-	return v.at
+	return v.since()
 }
 
 // forget drops the cached view of base, so that the next call reads the
