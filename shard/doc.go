@@ -61,7 +61,9 @@
 //     can still write without knowing of the new count) does the count
 //     become the writers': Reshard waits for that; the Grower does not,
 //     and the base's writers make the change themselves once the fence
-//     has passed since they first saw it.
+//     has passed since they first received it (the answer of a read
+//     that showed it, never the moment such a read was sent, which may
+//     precede the announcement).
 //   - One copy. While the history gives an id several physical keys,
 //     every write of the item (Put, Update, Delete, with or without a
 //     condition, and each Load item) is one TransactWriteItems: the write
