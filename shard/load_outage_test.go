@@ -48,7 +48,10 @@ func TestLoadSurvivesOutage(t *testing.T) {
 						}
 					}()
 					defer func() { close(stop); <-ended }()
-					stats, err := tbl.Load(context.Background(), seq2(in), func(o *shard.LoadOptions) { o.MaxConcurrency = conc })
+					stats, err := tbl.Load(context.Background(), seq2(in), func(o *shard.LoadOptions) {
+						o.MaxConcurrency = conc
+						o.StallTimeout = time.Minute // the outage, not the stall limit (TestLoadStalls), is tested here
+					})
 					if err != nil {
 						t.Fatalf("Load: %v", err)
 					}
