@@ -119,8 +119,13 @@
 // anything, and every other operation works on a base whose history has
 // one count. Each process reads a base's record once per HistoryTTL.
 //
-// What stays outside the guarantee: scatter reads are Queries, not
-// snapshots; one that overlaps a Rebalance never returns an item twice
+// What stays outside the guarantee: a plain (non-transactional) write
+// that the SDK retries after an attempt that was applied but whose answer
+// was lost applies twice, as with any DynamoDB client: a Delete of the
+// item between the two attempts is undone by the second (DynamoDB's
+// plain writes are at-least-once under retries; a transaction carries
+// one ClientRequestToken for every attempt and is exactly-once). Scatter
+// reads are Queries, not snapshots; one that overlaps a Rebalance never returns an item twice
 // but may miss an item moved during it between the two suffixes (the
 // item is not lost: a later read finds it). An Update while the history
 // gives its id several keys returns the item as read right after the
