@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/parentio"
+	"github.com/dynashard/dynashard/internal/setclause"
 )
 
 // Package repo stores a large value through a chunk store, which reads,
@@ -76,9 +76,7 @@ func (p placedItem[T]) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	op := txOp{update: in.UpdateExpression, cond: condition{in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues}}
 	if len(keys) > 1 {
 		op.token = newToken()
-		if op.update, op.cond, err = p.withToken(op, op.token); err != nil {
-			return nil, err
-		}
+		op.update, op.cond = withToken(op, op.token)
 	}
 	out := &dynamodb.UpdateItemOutput{}
 	_, err = p.t.write(ctx, v, p.base, p.id, keys, op, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
@@ -119,9 +117,8 @@ func (p placedItem[T]) view(ctx context.Context) (view, []string, error) {
 }
 
 // withToken adds the setting of the item's token to op's update: to its
-// SET clause, or as one. SET is a reserved word, so outside the clause's
-// keyword it can only appear inside a placeholder, which it does not begin.
-func (p placedItem[T]) withToken(op txOp, tok string) (*string, condition, error) {
+// SET clause, or as one.
+func withToken(op txOp, tok string) (*string, condition) {
 	update := aws.ToString(op.update)
 	c := op.cond
 	c.names, c.values = maps.Clone(c.names), maps.Clone(c.values)
@@ -133,12 +130,5 @@ func (p placedItem[T]) withToken(op txOp, tok string) (*string, condition, error
 	}
 	c.names["#dynashard_w"] = attrToken
 	c.values[":dynashard_w"] = &types.AttributeValueMemberS{Value: tok}
-	const set = "#dynashard_w = :dynashard_w"
-	if m := setClause.FindStringIndex(update); m != nil {
-		return aws.String(update[:m[1]] + set + ", " + update[m[1]:]), c, nil
-	}
-	return aws.String(update + "\nSET " + set), c, nil
+	return aws.String(setclause.Add(update, "#dynashard_w = :dynashard_w")), c
 }
-
-// setClause matches the keyword that begins an update's SET clause.
-var setClause = regexp.MustCompile(`(?i)(^|\s)SET\s+`)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/setclause"
 )
 
 // write is one part's write, built and checked before any request.
@@ -259,15 +259,7 @@ func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update ex
 // package expression formats it (one "MODE a, b" line per mode), or a SET
 // clause of its own.
 func withVersion(update string) string {
-	const set = "#splitVersion = if_not_exists(#splitVersion, :splitZero) + :splitOne"
-	lines := strings.Split(update, "\n")
-	for i, line := range lines {
-		if rest, ok := strings.CutPrefix(line, "SET "); ok {
-			lines[i] = "SET " + set + ", " + rest
-			return strings.Join(lines, "\n")
-		}
-	}
-	return "SET " + set + "\n" + update
+	return setclause.Add(update, "#splitVersion = if_not_exists(#splitVersion, :splitZero) + :splitOne")
 }
 
 // Delete deletes every part of the item with key k, all or nothing, with
