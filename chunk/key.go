@@ -42,9 +42,10 @@ type Key struct {
 	// same Name. Package repo names a large value after its logical key,
 	// so that shard.Rebalance can move the item. Sweep cannot tell the
 	// parent of a named chunk from its key, so it leaves named chunks and
-	// objects alone (SweepStats.Foreign): those a crashed Put left behind
-	// stay. A Name changes the guide's layout too, where a reader that
-	// knows only the guide derives chunk keys from the key values.
+	// objects alone (SweepStats.Foreign, ObjectsForeign): those a crashed
+	// Put left behind stay. A Name changes the guide's layout too, where a
+	// reader that knows only the guide derives chunk keys from the key
+	// values.
 	Name string
 }
 

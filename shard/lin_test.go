@@ -21,9 +21,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
+	"github.com/dynashard/dynashard/internal/attempts"
+	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
 	"github.com/dynashard/dynashard/repo"
@@ -252,6 +255,43 @@ type linRecorder struct {
 
 func (r *linRecorder) now() int64 { return int64(time.Since(r.start)) }
 
+// retriedKey carries, in a call's context, the flag noteRetried sets.
+type retriedKey struct{}
+
+// withRetried returns a context for one call whose flag tells whether one
+// of its requests failed in a way that may follow its being applied.
+func withRetried() context.Context {
+	return context.WithValue(context.Background(), retriedKey{}, new(atomic.Bool))
+}
+
+// noteRetried is a client option: an attempt that fails without a refusal
+// or a throttle (a reset, a timeout, a 5xx) may have been applied, and the
+// SDK sends it again; the call's flag records it.
+func noteRetried(st *middleware.Stack) error {
+	return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("lin/retried",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleFinalize(ctx, in)
+			if f, ok := ctx.Value(retriedKey{}).(*atomic.Bool); ok && err != nil && !backoff.IsThrottle(err) && !attempts.Refused(err) {
+				f.Store(true)
+			}
+			return out, md, err
+		}), middleware.After)
+}
+
+// addWrite records a write. A plain write whose request may have been
+// applied and was sent again is at-least-once, as with any DynamoDB client
+// (see "What stays outside the guarantee" in the package doc): it may take
+// effect twice within its interval, so a second application of unknown
+// outcome is recorded beside it.
+func (r *linRecorder) addWrite(ctx context.Context, key string, op linOp) {
+	r.add(key, op)
+	if f, ok := ctx.Value(retriedKey{}).(*atomic.Bool); ok && f.Load() {
+		again := op
+		again.unknown, again.conflict = true, false
+		r.add(key, again)
+	}
+}
+
 func (r *linRecorder) add(key string, op linOp) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -299,6 +339,7 @@ func TestLinearizableResharding(t *testing.T) {
 			o.Retryer = retry.NewStandard(func(ro *retry.StandardOptions) {
 				ro.MaxAttempts, ro.MaxBackoff, ro.RateLimiter = 4, 5*time.Millisecond, ratelimit.None
 			})
+			o.APIOptions = append(o.APIOptions, noteRetried)
 		})
 	}
 	l := shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(2), HistoryTTL: 100 * time.Millisecond}
@@ -456,7 +497,7 @@ func linWorker(ctx context.Context, rec *linRecorder, tbl *shard.Table[Order], b
 		base, id := bases[rng.IntN(len(bases))], ids[rng.IntN(len(ids))]
 		v := int(value.Add(1))
 		op := linOp{kind: linKind(rng.IntN(linKinds)), arg: v, call: rec.now()}
-		c := context.Background() // never cancelled mid-call: its outcome would be unknown for no reason
+		c := withRetried() // never cancelled mid-call: its outcome would be unknown for no reason
 		if op.kind == linUpdateIf || op.kind == linDeleteIf {
 			op.expect = int(value.Load()) - rng.IntN(6)
 		}
@@ -494,7 +535,7 @@ func linWorker(ctx context.Context, rec *linRecorder, tbl *shard.Table[Order], b
 			continue
 		}
 		outcome(&op, err, rec.now())
-		rec.add(base+"/"+id, op)
+		rec.addWrite(c, base+"/"+id, op)
 	}
 }
 
@@ -507,7 +548,7 @@ func loadOne(ctx context.Context, rec *linRecorder, tbl *shard.Table[Order], bas
 	_, err := tbl.Load(ctx, items, func(o *shard.LoadOptions) { o.StallTimeout = 5 * time.Second })
 	outcome(&op, err, rec.now())
 	op.conflict = false // a Load has no condition
-	rec.add(base+"/"+id, op)
+	rec.addWrite(ctx, base+"/"+id, op)
 }
 
 // linDoc is a repo item whose value is also in its large body, a chunked
@@ -537,7 +578,7 @@ func linLargeWorker(ctx context.Context, rec *linRecorder, docs *repo.Repo[linDo
 		id := ids[rng.IntN(len(ids))]
 		v := int(value.Add(1))
 		op := linOp{kind: kinds[rng.IntN(len(kinds))], arg: v, call: rec.now()}
-		c := context.Background()
+		c := withRetried()
 		var err error
 		switch op.kind {
 		case linPut:
@@ -563,7 +604,7 @@ func linLargeWorker(ctx context.Context, rec *linRecorder, docs *repo.Repo[linDo
 			continue
 		}
 		outcome(&op, err, rec.now())
-		rec.add(base+"/"+id, op)
+		rec.addWrite(c, base+"/"+id, op)
 	}
 }
 
