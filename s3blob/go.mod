@@ -7,8 +7,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.8
 	github.com/aws/smithy-go v1.28.8
-	github.com/dynashard/dynashard v0.0.0
-	go.uber.org/goleak v1.3.0
+	github.com/dynashard/dynashard v0.1.0
 	golang.org/x/sync v0.22.0
 )
 

@@ -20,9 +20,9 @@
 // abort could not, as for any S3 writer. Reads are ranged GETs; a missing
 // object is an error matching fs.ErrNotExist, as chunk.ObjectStore asks.
 //
-// The package is tested against s3rver (see internal/locals3 of the
-// dynashard module) and DynamoDB Local and dynalite; internal/s3fault is
-// the proxy that makes S3 fail (5xx, a reset mid-upload) in its tests.
+// The package is tested against s3rver and DynamoDB Local and dynalite, by
+// the in-repository module internal/integrationtest (its s3fault proxy
+// makes S3 fail: 5xx, a reset mid-upload), which is never released.
 package s3blob
 
 import (
@@ -33,8 +33,10 @@ import (
 	"io"
 	"io/fs"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -132,7 +134,10 @@ func invalid(format string, args ...any) error {
 
 // Put stores body under key with user metadata meta: with one PutObject if
 // body ends within PartSize bytes, else with a multipart upload. An error
-// reading body is returned wrapped, after the upload is aborted.
+// reading body is returned wrapped, after the upload is aborted. A panic on
+// one of the upload's goroutines (a Client that panics) aborts the upload
+// and is raised again in the goroutine that called Put, so that its
+// recover sees it instead of the process dying.
 func (b *Bucket) Put(ctx context.Context, key string, body io.Reader, meta map[string]string) error {
 	pool := &parts{size: b.opts.PartSize, free: make(chan []byte, b.opts.Concurrency+1), max: b.opts.Concurrency + 1}
 	// The first part grows with the bytes that arrive: a small object
@@ -218,9 +223,11 @@ func (b *Bucket) multipart(ctx context.Context, key string, body io.Reader, meta
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opts.Concurrency)
+	var panicked atomic.Pointer[panicError]
 	send := func(num int32, data []byte) {
-		g.Go(func() error {
+		g.Go(func() (err error) {
 			defer pool.put(data)
+			defer recoverPart(&panicked, &err)
 			out, err := b.c.UploadPart(gctx, &s3.UploadPartInput{
 				Bucket: &b.bucket, Key: &key, UploadId: up.UploadId, PartNumber: aws.Int32(num),
 				Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
@@ -264,6 +271,14 @@ func (b *Bucket) multipart(ctx context.Context, key string, body io.Reader, meta
 	if err == nil {
 		err = ctx.Err()
 	}
+	if p := panicked.Load(); p != nil {
+		// Abort as for any failed part, then raise the panic where the
+		// caller's recover (or net/http's) can see it.
+		if ctx.Err() == nil {
+			b.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &b.bucket, Key: &key, UploadId: up.UploadId})
+		}
+		panic(p)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			// Best effort: a part store that cannot abort (s3rver) or a
@@ -287,6 +302,33 @@ func (b *Bucket) multipart(ctx context.Context, key string, body io.Reader, meta
 		return fmt.Errorf("s3blob: put %s: completing multipart upload: %w", key, err)
 	}
 	return nil
+}
+
+// panicError is a panic on one of Put's upload goroutines (a Client that
+// panicked, say). It unwraps to the value when that is an error, as the
+// root module's panics do.
+type panicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *panicError) Error() string {
+	return fmt.Sprintf("s3blob: panic on an upload goroutine, raised again in Put's caller: %v\n\n%s", e.Value, e.Stack)
+}
+
+func (e *panicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// recoverPart turns a part upload's panic into an error that cancels the
+// upload's other parts, and keeps the first panic for Put to raise.
+func recoverPart(first *atomic.Pointer[panicError], err *error) {
+	if v := recover(); v != nil {
+		p := &panicError{Value: v, Stack: debug.Stack()}
+		first.CompareAndSwap(nil, p)
+		*err = p
+	}
 }
 
 // GetRange returns n bytes of the object from offset off, with one ranged

@@ -1,4 +1,4 @@
-package s3blob_test
+package integrationtest
 
 import (
 	"context"

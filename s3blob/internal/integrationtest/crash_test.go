@@ -1,4 +1,4 @@
-package s3blob_test
+package integrationtest
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/s3blob"
-	"github.com/dynashard/dynashard/s3blob/internal/s3fault"
+	"github.com/dynashard/dynashard/s3blob/internal/integrationtest/s3fault"
 )
 
 // TestCrashPoints stops a Put of an object at both crash points, by

@@ -1,4 +1,4 @@
-package s3blob_test
+package integrationtest
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/locals3"
 	"github.com/dynashard/dynashard/s3blob"
-	"github.com/dynashard/dynashard/s3blob/internal/s3fault"
+	"github.com/dynashard/dynashard/s3blob/internal/integrationtest/s3fault"
 )
 
 // TestMain stops the servers and then checks that no goroutine outlived

@@ -1,4 +1,4 @@
-package s3blob_test
+package integrationtest
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/s3blob"
-	"github.com/dynashard/dynashard/s3blob/internal/s3fault"
+	"github.com/dynashard/dynashard/s3blob/internal/integrationtest/s3fault"
 )
 
 const threshold = 64 << 10
@@ -199,30 +199,6 @@ func TestOffloadedParent(t *testing.T) {
 			t.Errorf("get without Objects: %v, want an error naming Options.Objects", err)
 		}
 	})
-}
-
-// TestNew rejects what no Bucket can work with, before any request.
-func TestNew(t *testing.T) {
-	c := newS3Client("http://127.0.0.1:1")
-	for name, f := range map[string]func() error{
-		"nil client":    func() error { _, err := s3blob.New(nil, "b"); return err },
-		"typed nil":     func() error { _, err := s3blob.New((*s3.Client)(nil), "b"); return err },
-		"empty bucket":  func() error { _, err := s3blob.New(c, ""); return err },
-		"small part":    func() error { _, err := s3blob.New(c, "b", func(o *s3blob.Options) { o.PartSize = 1 }); return err },
-		"negative conc": func() error { _, err := s3blob.New(c, "b", func(o *s3blob.Options) { o.Concurrency = -1 }); return err },
-		"typed nil Objects": func() error {
-			_, err := chunk.New(dynamodb.New(dynamodb.Options{}), "p", "c", func(o *chunk.Options) { o.Objects = (*s3blob.Bucket)(nil) })
-			return err
-		},
-		"huge threshold": func() error {
-			_, err := chunk.New(dynamodb.New(dynamodb.Options{}), "p", "c", func(o *chunk.Options) { o.ObjectThreshold = 1 << 40 })
-			return err
-		},
-	} {
-		if err := f(); !errors.Is(err, dynashard.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
-		}
-	}
 }
 
 // TestCompressedAndDamaged offloads a zstd-compressed payload, read back by

@@ -1,4 +1,4 @@
-package s3blob_test
+package integrationtest
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbtest"
-	"github.com/dynashard/dynashard/s3blob/internal/s3fault"
+	"github.com/dynashard/dynashard/s3blob/internal/integrationtest/s3fault"
 )
 
 // TestObjectKeys stores payloads under parent keys that cannot appear in
