@@ -21,23 +21,24 @@ import (
 
 // Create stores v under base only if no item has its id yet; otherwise it
 // fails with ErrConflict. With optimistic locking it is Put of a value
-// whose version is 0. No field of Options applies per call.
-func (r *Repo[T]) Create(ctx context.Context, base string, v T, optFns ...func(*Options)) (T, error) {
-	return r.put(ctx, base, v, true, optFns)
+// whose version is 0. It takes no per-call options: every field of
+// Options that a write uses shapes the Repo (New's).
+func (r *Repo[T]) Create(ctx context.Context, base string, v T) (T, error) {
+	return r.put(ctx, base, v, true)
 }
 
 // Put stores v under base and returns it as stored: with optimistic
 // locking, its version attribute is the new version. The id is v's
 // sort-key attribute. Before writing it checks the Layout against the
 // base's record, writing the record for a base never written
-// (shard.Layout.Record); a mismatch is a *shard.LayoutError. No field of
-// Options applies per call.
-func (r *Repo[T]) Put(ctx context.Context, base string, v T, optFns ...func(*Options)) (T, error) {
-	return r.put(ctx, base, v, false, optFns)
+// (shard.Layout.Record); a mismatch is a *shard.LayoutError. Like Create
+// and Delete, it takes no per-call options.
+func (r *Repo[T]) Put(ctx context.Context, base string, v T) (T, error) {
+	return r.put(ctx, base, v, false)
 }
 
-func (r *Repo[T]) put(ctx context.Context, base string, v T, create bool, optFns []func(*Options)) (T, error) {
-	if _, err := r.call(ctx, optFns); err != nil {
+func (r *Repo[T]) put(ctx context.Context, base string, v T, create bool) (T, error) {
+	if _, err := r.call(ctx, nil); err != nil {
 		return v, err
 	}
 	av, err := attributevalue.MarshalMapWithOptions(v, r.encoder())
@@ -183,9 +184,9 @@ func (r *Repo[T]) read(ctx context.Context, base, pk, id string, consistent bool
 
 // Delete removes the item with id under base, after the layout check
 // (shard.Layout.Verify). Deleting an absent item is not an error, as
-// everywhere in dynashard. No field of Options applies per call.
-func (r *Repo[T]) Delete(ctx context.Context, base, id string, optFns ...func(*Options)) error {
-	if _, err := r.call(ctx, optFns); err != nil {
+// everywhere in dynashard. It takes no per-call options.
+func (r *Repo[T]) Delete(ctx context.Context, base, id string) error {
+	if _, err := r.call(ctx, nil); err != nil {
 		return err
 	}
 	if r.cache != nil {

@@ -55,10 +55,11 @@ var _ Client = (*dynamodb.Client)(nil)
 // only, as the AWS SDK does. The zero value of every field is its
 // documented default.
 //
-// Per call only ConsistentRead, SkipLarge and MaxConcurrency take effect.
-// The other fields shape the Repo itself (versions, cache, large field,
-// cursor key, conversion of T) and keep the values New was given, whatever
-// a call's optFns set.
+// Reads (Get, List, All, Count) take optFns per call, where only
+// ConsistentRead, SkipLarge and MaxConcurrency take effect; writes (Create,
+// Put, Delete) take none. The other fields shape the Repo itself
+// (versions, cache, large field, cursor key, conversion of T) and keep the
+// values New was given, whatever a call's optFns set.
 type Options struct {
 	// Version names a numeric attribute used for optimistic locking. When
 	// set, Put writes only if the stored version equals the value's (0 or
