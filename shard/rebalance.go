@@ -170,7 +170,7 @@ func Rebalance(ctx context.Context, c RebalanceClient, l Layout, base string, op
 	case rec.pending:
 		return RebalanceProgress{}, fmt.Errorf("%w: shard: Rebalance base %q: count %d is pending in history %v; finish the Reshard first", ErrConflict, clip(base), h[len(h)-1], h)
 	}
-	if err := sleep(ctx, o.wait(l)); err != nil {
+	if err := sleep(ctx, o.fence(l)); err != nil {
 		return RebalanceProgress{}, err
 	}
 	sw := sweeper{l: l, c: c, base: base, newest: h[len(h)-1], o: o}
@@ -194,7 +194,7 @@ func Rebalance(ctx context.Context, c RebalanceClient, l Layout, base string, op
 	return sw.p, nil
 }
 
-func (o RebalanceOptions) wait(l Layout) time.Duration {
+func (o RebalanceOptions) fence(l Layout) time.Duration {
 	if o.Wait != 0 {
 		return max(o.Wait, 0)
 	}

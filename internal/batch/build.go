@@ -211,5 +211,5 @@ func (e *engine) learnLocked(batch, left []*job, learn bool, sentAt time.Time) {
 			j.retried = true
 		}
 	}
-	e.pace.settle(batch, isLeft, learn, sentAt, time.Now())
+	e.pace.observe(batch, isLeft, learn, sentAt, time.Now())
 }

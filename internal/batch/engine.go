@@ -172,7 +172,7 @@ func (e *engine) worker(ctx context.Context) {
 		}
 		sentAt := time.Now()
 		out := e.sendOne(ctx, batch)
-		left, delay, again := e.settle(ctx, batch, round, sentAt, out)
+		left, delay, again := e.record(ctx, batch, round, sentAt, out)
 		if again {
 			slept := sleep(ctx, e.stopCh, delay)
 			e.requeue(ctx, left, slept)
@@ -254,10 +254,10 @@ func (e *engine) sendOne(ctx context.Context, batch []*job) (out outcome) {
 
 var errClientPanic = errors.New("batch: the client panicked")
 
-// settle records the outcome of a request. When entries are to be sent
+// record records the outcome of a request. When entries are to be sent
 // again it returns them with the time to wait first; otherwise the request
 // is finished.
-func (e *engine) settle(ctx context.Context, batch []*job, round int, sentAt time.Time, out outcome) (left []*job, delay time.Duration, again bool) {
+func (e *engine) record(ctx context.Context, batch []*job, round int, sentAt time.Time, out outcome) (left []*job, delay time.Duration, again bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.progressLocked()
@@ -267,7 +267,7 @@ func (e *engine) settle(ctx context.Context, batch []*job, round int, sentAt tim
 	left = out.left
 	if out.err != nil {
 		if ctx.Err() != nil || !isThrottle(out.err) {
-			e.pace.settle(batch, nil, false, sentAt, time.Now())
+			e.pace.observe(batch, nil, false, sentAt, time.Now())
 			e.failLocked(cmpOr(ctx.Err(), out.err))
 			e.finishLocked(batch, batch)
 			return nil, 0, false

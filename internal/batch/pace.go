@@ -46,13 +46,13 @@ type keyPace struct {
 	rate      float64   // units per second it is paced at; 0: not paced yet
 	balance   float64   // allowance in units; an entry may go while it is positive
 	at        time.Time // when balance was last brought up to date
-	inflight  int       // entries charged to it in requests not yet settled
+	inflight  int       // entries charged to it in requests not yet answered
 	park      []*job    // entries waiting for its allowance, oldest first
 	slot      int       // index in pacer.waiting, -1 if park is empty
 	notBefore time.Time // its leftovers' backoff: nothing of it goes before
 
 	// The current interval: since start, units sent and returned
-	// unprocessed in settled requests, and whether an entry had to wait.
+	// unprocessed in answered requests, and whether an entry had to wait.
 	start, last time.Time // last: when the latest request counted was sent
 	sent, left  float64
 	limited     bool
@@ -246,11 +246,11 @@ func (p *pacer) take(now time.Time, accept func(*job) bool) {
 	}
 }
 
-// settle learns from a request sent at sentAt and settled now: batch is
+// observe learns from a request sent at sentAt and answered now: batch is
 // what it sent, left its entries returned unprocessed. learn is false for a
 // response of a round in which the whole engine stalled: that says nothing
 // of one key (the engine-wide backoff answers it).
-func (p *pacer) settle(batch []*job, left map[*job]bool, learn bool, sentAt, now time.Time) {
+func (p *pacer) observe(batch []*job, left map[*job]bool, learn bool, sentAt, now time.Time) {
 	var touched []*keyPace
 	for _, j := range batch {
 		k := j.pace
