@@ -52,14 +52,16 @@
 //     asked for is missing.
 //
 // Every write of a part is linearizable on its own (one conditional
-// request); Create, Delete and multi-part Puts are atomic across parts.
+// request, or for a large part one conditional flip); Create, Delete and
+// multi-part Puts are atomic across parts, a large part's flip included.
 // A single-part write whose condition fails only on an SDK retry, after an
 // attempt that may have been applied (a reset connection, a timeout, a
 // 5xx), may have failed on its own result: it returns a *PartError saying
 // the outcome is unknown, matching neither ErrConflict nor ErrNotFound.
 // The package's model check drives random operations, concurrent ones
 // included, through a Store on DynamoDB Local and checks every history
-// against a model of one logical item.
+// against a model of one logical item, with a large part whose values lie
+// on both sides of the chunk store's thresholds and of the item limit.
 //
 // # Capacity
 //
@@ -80,19 +82,95 @@
 //
 // Every part's item, keys included, is checked against DynamoDB's 400 KB
 // item limit (409,600 bytes, internal/ddbsize's count) before any request,
-// and a transaction's items against 4 MB (MaxTransactionBytes); a part
-// over the limit is refused with ErrItemTooLarge: store a large value
-// through package chunk (or repo's LargeField) and keep its key in the
-// part. A Layout has at most MaxParts (100) parts, a transaction's limit
-// of actions. Key values follow DynamoDB's limits (2,048 bytes partition,
-// 1,024 sort), checked after a sharded part's suffix is appended.
+// and a transaction's items against 4 MB (MaxTransactionBytes, a large
+// part's item counted at the item limit); a part over the limit is refused
+// with ErrItemTooLarge, unless its large attribute is a Large value (see
+// "Large parts"). A Layout has at most MaxParts (100) parts, a
+// transaction's limit of actions. Key values follow DynamoDB's limits
+// (2,048 bytes partition, 1,024 sort), checked after a sharded part's
+// suffix is appended.
+//
+// # Large parts
+//
+// A part may hold one attribute whose value exceeds the item limit (a
+// manual, a track listing with lyrics): Part.Large names it and the
+// package chunk Store that keeps it, repo's LargeField for a part. The
+// part's item is the store's parent item: the value stays in it up to
+// the store's InlineLimit (4 KiB by default), in chunk items of the
+// store's chunk table above, or in an object (chunk.Options.Objects). The
+// attribute is a []byte or a string of T (B or S; the item records which,
+// in attribute dynashard_large_s); the part's other attributes and
+// version stay ordinary attributes of its item.
+//
+//	manuals, err := chunk.New(client, "ExtendedProductCatalog", "ManualChunks")
+//	part := split.Part{Name: "extended", Table: "ExtendedProductCatalog", Attributes: []string{"Rating", "Manual"},
+//		Large: &split.LargeField{Attribute: "Manual", Store: manuals}}
+//
+// The store writes a value in two steps: its chunks (or object) first,
+// under a version of their own that no reader follows, then one
+// conditional update of the part's item, the flip, which sets the part's
+// other attributes and makes the new version current. split sends the
+// store's requests on the part's item itself, so the flip carries the
+// part's conditions (it exists, its version is the value's, its
+// Options.Conditions entry) and, when other parts are written too, goes
+// in the call's TransactWriteItems:
+//
+//   - Create: the chunks, then one TransactWriteItems with the other
+//     parts' Puts and the flip: all parts or none, as without a large
+//     part.
+//   - Put of the large part alone: one consistent GetItem of the part
+//     (a missing part or a version other than the value's stops the Put
+//     there, with ErrNotFound or ErrConflict, before any chunk is
+//     written), the chunks, the flip as one UpdateItem. With other parts:
+//     the same, the flip in the transaction with their Puts, all or
+//     nothing. A flip that lost to a concurrent write of the value while
+//     the part still exists and its version is still the value's starts
+//     the Put over (up to 5 times, then ErrConflict).
+//   - Delete: the store reads the value's version consistently, then one
+//     TransactWriteItems deletes every part, the large part on condition
+//     that it still holds that version (if it does not, the store reads
+//     it again and retries), then the store deletes the old chunks. A part
+//     that holds no value is deleted with the others on condition that it
+//     still holds none. Options.Conditions may not name the large part for
+//     Delete (ErrInvalid): the store's delete takes no caller condition.
+//   - Get and GetMany read the part's item in the BatchGetItem with the
+//     other parts, then its value through Store.Resolve: nothing more for
+//     a value inline in the item, the chunks' BatchGetItems (or the object)
+//     otherwise, one item after another. If the value was replaced between
+//     the two reads, the part is returned as the newer flip left it (its
+//     other attributes with it), never a mix; if the part was deleted
+//     meanwhile, it is reported missing.
+//   - Update changes the part's other attributes with one UpdateItem (it
+//     may name nothing else: not the value, not the chunk store's
+//     attributes) and returns them, with the value at its zero value.
+//
+// A write that fails never damages the value before it: until the flip
+// the new chunks are invisible, and the replaced version's chunks are
+// deleted only after it. A refused write (ErrConflict, ErrNotFound,
+// ErrNoTransactions) leaves chunks the store deletes at once; a write
+// whose flip got no answer is settled by the store reading the part again
+// (success, or an error of unknown outcome that is neither ErrConflict
+// nor ErrNotFound), and chunks it could not delete, like those of a crash
+// between the two steps, are left to the store's Sweep, which finds them:
+// chunks are named after the part's key (no chunk.Key.Name). The same
+// holds for Delete: chunks it could not delete are left to Sweep, the
+// part being gone all the same.
+//
+// The chunk store's requests on its chunk table (and objects) are its
+// own: Options.Capacity does not count them, and their retries are the
+// store's (chunk's package doc). Its parent table must be the part's
+// table; its chunk table a table of its own, shared with no other large
+// part (Sweep of one store would delete the other's chunks); its Options
+// must not set Guide.
 //
 // # Servers without transactions
 //
 // dynalite has no TransactWriteItems. Create, Delete and a Put of several
-// parts then fail with ErrNoTransactions and write nothing: split never
-// falls back to a sequence of writes that a crash could leave half done.
-// Get, GetMany, and Put and Update of one part work on any server.
+// parts then fail with ErrNoTransactions and write nothing (a large
+// part's chunks, written before the refused flip, are deleted): split
+// never falls back to a sequence of writes that a crash could leave half
+// done. Get, GetMany, and Put and Update of one part (a large one
+// included) work on any server.
 //
 // # Sharded parts
 //
@@ -100,8 +178,9 @@
 // suffix computed from the id by the layout's calculated strategy at its
 // N, as shard.Table.Key computes it for a base never resharded. split
 // does not read or write shard's layout record: the layout must be
-// Unchecked, and a base resharded with shard.Layout.Reshard is not
-// followed (split would keep using the strategy's N).
+// Unchecked (New refuses a checked one with ErrInvalidLayout, naming the
+// part and this reason), and a base resharded with shard.Layout.Reshard
+// is not followed (split would keep using the strategy's N).
 //
 // # How it fails
 //

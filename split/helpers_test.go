@@ -91,3 +91,11 @@ func (c *counting) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 	c.n.Add(1)
 	return c.Client.TransactWriteItems(ctx, in, optFns...)
 }
+func (c *counting) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	c.n.Add(1)
+	return c.Client.BatchWriteItem(ctx, in, optFns...)
+}
+func (c *counting) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	c.n.Add(1)
+	return c.Client.Scan(ctx, in, optFns...)
+}

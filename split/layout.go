@@ -72,6 +72,12 @@ type Part struct {
 	// (see the package doc). Default nil: the part's table is keyed like
 	// the Layout.
 	Shard *shard.Layout
+	// Large, if set, names one of the part's Attributes whose value is
+	// stored through a chunk store, so that it may exceed DynamoDB's
+	// 400 KB item limit: the part's item is the store's parent item (see
+	// LargeField and "Large parts" in the package doc). Default nil: the
+	// part's item, with every attribute, must fit the item limit.
+	Large *LargeField
 }
 
 // table returns the part's table name.
@@ -104,6 +110,10 @@ func (l Layout) clone() Layout {
 			sl.TableKey = slices.Clone(sl.TableKey)
 			p.Shard = &sl
 		}
+		if p.Large != nil {
+			lf := *p.Large
+			p.Large = &lf
+		}
 	}
 	return l
 }
@@ -119,9 +129,12 @@ func keyType(t types.ScalarAttributeType) types.ScalarAttributeType {
 // of type S or N, a sort key distinct from it, 1..MaxParts parts with
 // distinct non-empty names and tables, each holding at least one
 // attribute, no attribute or version held twice or named like a key
-// attribute, and every Shard layout valid, Unchecked, calculated, with a
-// sort key of type S and no Index, in a Layout whose keys are both S. The
-// error matches ErrInvalidLayout (and ErrInvalid) and names the field.
+// attribute, every Shard layout valid, Unchecked, calculated, with a
+// sort key of type S and no Index, in a Layout whose keys are both S, and
+// every Large naming one of its part's attributes, with a chunk store
+// whose parent table is the part's table and whose chunk table is no
+// part's table and no other large part's chunk table. The error matches
+// ErrInvalidLayout (and ErrInvalid) and names the part and the field.
 func (l Layout) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidLayout, fmt.Sprintf(format, args...))
@@ -143,6 +156,7 @@ func (l Layout) Validate() error {
 		return bad("%d parts, at most %d (one transaction writes them all)", len(l.Parts), MaxParts)
 	}
 	names, tables, held := map[string]bool{}, map[string]string{}, map[string]string{}
+	chunkTables := map[string]string{} // chunk table → the large part using it
 	for i, p := range l.Parts {
 		if err := l.checkPart(p); err != nil {
 			return bad("part %d (%q): %v", i, p.Name, err)
@@ -155,6 +169,13 @@ func (l Layout) Validate() error {
 			return bad("parts %q and %q share table %q: each part needs a table of its own", other, p.Name, p.table())
 		}
 		tables[p.table()] = p.Name
+		if p.Large != nil {
+			ct := p.Large.chunkTable()
+			if other, ok := chunkTables[ct]; ok {
+				return bad("large parts %q and %q share chunk table %q: Sweep of one store would delete the other's chunks", other, p.Name, ct)
+			}
+			chunkTables[ct] = p.Name
+		}
 		attrs := p.Attributes
 		if p.Version != "" {
 			attrs = append(slices.Clone(attrs), p.Version)
@@ -169,6 +190,11 @@ func (l Layout) Validate() error {
 	for a, pn := range held {
 		if a == l.PartitionKey || a == l.SortKey {
 			return bad("part %q holds key attribute %q", pn, a)
+		}
+	}
+	for ct, pn := range chunkTables {
+		if other, ok := tables[ct]; ok {
+			return bad("part %q's chunk table %q is the table of part %q", pn, ct, other)
 		}
 	}
 	return nil
@@ -197,7 +223,12 @@ func (l Layout) checkPart(p Part) error {
 		return fmt.Errorf("version %q is a key attribute or one of the part's attributes", p.Version)
 	}
 	if p.Shard != nil {
-		return l.checkShard(p)
+		if err := l.checkShard(p); err != nil {
+			return err
+		}
+	}
+	if p.Large != nil {
+		return p.Large.check(p)
 	}
 	return nil
 }
@@ -217,7 +248,7 @@ func (l Layout) checkShard(p Part) error {
 	case !shard.Calculated(sl.Strategy):
 		return fmt.Errorf("the part's Shard strategy %v does not derive the suffix from the id: Get could not find the part", sl.Strategy)
 	case !sl.Unchecked:
-		return fmt.Errorf("the part's Shard must be Unchecked: split computes keys at the strategy's N and does not read shard's layout record")
+		return fmt.Errorf("the part's Shard must be Unchecked (set Shard.Unchecked): split computes the part's keys at the strategy's N and neither reads nor writes shard's layout record, so a base resharded through shard would not be followed")
 	case l.SortKey == "" || keyType(l.PartitionKeyType) != types.ScalarAttributeTypeS || keyType(l.SortKeyType) != types.ScalarAttributeTypeS:
 		return fmt.Errorf("a sharded part needs a Layout with a partition key (the base) and a sort key (the id), both of type S")
 	}
@@ -225,10 +256,12 @@ func (l Layout) checkShard(p Part) error {
 }
 
 // CreateTableInputs returns the CreateTable request of every part's table,
-// in the order of Parts, billed on demand; set ProvisionedThroughput and
-// BillingMode on a result for a provisioned table (the guide's point: each
-// part's table gets the capacity its own access pattern needs). A sharded
-// part's is its Shard layout's CreateTableInput.
+// in the order of Parts, billed on demand, then that of the chunk table of
+// every part with a Large, in the same order (its store's
+// ChunkTableInput); set ProvisionedThroughput and BillingMode on a result
+// for a provisioned table (the guide's point: each part's table gets the
+// capacity its own access pattern needs). A sharded part's is its Shard
+// layout's CreateTableInput.
 func (l Layout) CreateTableInputs() ([]*dynamodb.CreateTableInput, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -256,6 +289,15 @@ func (l Layout) CreateTableInputs() ([]*dynamodb.CreateTableInput, error) {
 			in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(l.SortKey), AttributeType: keyType(l.SortKeyType)})
 		}
 		ins = append(ins, in)
+	}
+	for _, p := range l.Parts {
+		if p.Large != nil {
+			in, err := p.Large.Store.ChunkTableInput()
+			if err != nil {
+				return nil, fmt.Errorf("%w: part %q: %w", ErrInvalidLayout, p.Name, err)
+			}
+			ins = append(ins, in)
+		}
 	}
 	return ins, nil
 }

@@ -47,7 +47,10 @@ func (s *Store[T]) Get(ctx context.Context, k Key, parts []string, optFns ...fun
 // ks, one Result per key in the order of ks (a key given twice is read
 // once and reported twice), with one BatchGetItem per 100 part items,
 // sent in parallel. A key none of whose parts exists has an empty Found;
-// it is no error. On a failure it returns the error and no results.
+// it is no error. The value of a part with a Large attribute is then read
+// through its chunk store (nothing more for a value inline in the item;
+// its chunks' BatchGetItems, or its object, otherwise), one item after
+// another. On a failure it returns the error and no results.
 func (s *Store[T]) GetMany(ctx context.Context, ks []Key, parts []string, optFns ...func(*Options)) ([]Result[T], error) {
 	o, err := s.call(ctx, optFns)
 	if err != nil {
@@ -99,6 +102,13 @@ func (s *Store[T]) GetMany(ctx context.Context, ks []Key, parts []string, optFns
 		}
 		if sl := slots[p.fingerprint(it.Item)]; sl != nil {
 			sl.found = it.Item
+		}
+	}
+	for _, sl := range slots {
+		if p := ps[sl.part]; p.Large != nil && sl.found != nil {
+			if sl.found, err = s.resolveLarge(ctx, p, ks[sl.key], sl.found, o); err != nil {
+				return nil, err
+			}
 		}
 	}
 	found := make([][]map[string]types.AttributeValue, len(ks))

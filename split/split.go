@@ -19,7 +19,8 @@ var (
 	// ErrInvalid is matched by every error about input rejected before any
 	// request: a nil client or ctx, a bad Layout, an unknown or repeated
 	// part name, a bad key, an attribute no part holds, a part over the
-	// item limit. The error names the input.
+	// item limit, a large value that is neither B nor S, a Delete
+	// condition on a large part. The error names the input.
 	ErrInvalid = errs.Invalid
 	// ErrNotFound reports a logical item none of whose asked-for parts
 	// exists (Get), or a part that does not exist (Put, Update: a part is
@@ -36,9 +37,12 @@ var (
 	// cannot describe a split item. It matches ErrInvalid.
 	ErrInvalidLayout = errs.New("split: invalid layout", errs.Invalid)
 	// ErrItemTooLarge is matched by a *PartError for a part whose item,
-	// keys included, is over DynamoDB's 400 KB (409,600-byte) item limit,
-	// or a Create, Put or Delete whose items total more than a
-	// transaction's 4 MB. It matches ErrInvalid; nothing was sent.
+	// keys included, is over DynamoDB's 400 KB (409,600-byte) item limit
+	// (for a part with a Large value: without the value, or with the
+	// chunk store's attributes, as the store checks it; or a value over
+	// the store's MaxSize), or a Create, Put or Delete whose items total
+	// more than a transaction's 4 MB (a large part's counted at the item
+	// limit). It matches ErrInvalid; nothing was sent.
 	ErrItemTooLarge = errs.New("split: item too large", errs.Invalid)
 	// ErrNoTransactions reports a server without TransactWriteItems
 	// (dynalite answers UnknownOperationException): Create, Delete and a
@@ -84,7 +88,9 @@ type Options struct {
 	// it per call to see what one call cost, or at New to total every
 	// call of the Store. Default nil: no capacity is asked for. A request
 	// that fails (a refused condition included) reports none, though
-	// DynamoDB charges a refused write: such calls are under-counted.
+	// DynamoDB charges a refused write: such calls are under-counted. The
+	// requests a large part's chunk store sends on its chunk table (and
+	// objects) are not counted; those on the part's item are.
 	Capacity *Capacity
 
 	// Encoder and Decoder adjust attributevalue's conversion of T (e.g.

@@ -18,9 +18,32 @@ import (
 
 // transact sends ws as one TransactWriteItems.
 func (s *Store[T]) transact(ctx context.Context, op string, k Key, ws []write, o Options) error {
+	items, err := s.txItems(op, k, ws, -1)
+	if err != nil {
+		return err
+	}
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	s.ask(&in.ReturnConsumedCapacity, o)
+	out, err := s.c.TransactWriteItems(ctx, in)
+	if err != nil {
+		return s.txError(op, k, ws, err)
+	}
+	record(o.Capacity, out.ConsumedCapacity...)
+	return nil
+}
+
+// txItems returns the transaction's actions for ws, checked against
+// MaxTransactionBytes, leaving the action of ws[large] (a large part's,
+// which its chunk store sends; -1: none) empty and counting it at the
+// item limit.
+func (s *Store[T]) txItems(op string, k Key, ws []write, large int) ([]types.TransactWriteItem, error) {
 	items := make([]types.TransactWriteItem, len(ws))
 	total := 0
 	for i, w := range ws {
+		if i == large {
+			total += ddbsize.MaxItemSize
+			continue
+		}
 		var (
 			names  map[string]string
 			values map[string]types.AttributeValue
@@ -29,7 +52,7 @@ func (s *Store[T]) transact(ctx context.Context, op string, k Key, ws []write, o
 		if w.cond.IsSet() {
 			expr, err := expression.NewBuilder().WithCondition(w.cond).Build()
 			if err != nil {
-				return fmt.Errorf("%w: split: %s %v part %q: %w", ErrInvalid, op, k, w.p.Name, err)
+				return nil, fmt.Errorf("%w: split: %s %v part %q: %w", ErrInvalid, op, k, w.p.Name, err)
 			}
 			names, values, cond = expr.Names(), expr.Values(), expr.Condition()
 		}
@@ -44,16 +67,13 @@ func (s *Store[T]) transact(ctx context.Context, op string, k Key, ws []write, o
 		}
 	}
 	if total > MaxTransactionBytes {
-		return fmt.Errorf("%w: split: %s %v: parts total %d bytes, a transaction takes at most %d", ErrItemTooLarge, op, k, total, MaxTransactionBytes)
+		note := ""
+		if large >= 0 {
+			note = fmt.Sprintf(" (part %q, a large one, counted at the %d-byte item limit)", ws[large].p.Name, ddbsize.MaxItemSize)
+		}
+		return nil, fmt.Errorf("%w: split: %s %v: parts total %d bytes%s, a transaction takes at most %d", ErrItemTooLarge, op, k, total, note, MaxTransactionBytes)
 	}
-	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
-	s.ask(&in.ReturnConsumedCapacity, o)
-	out, err := s.c.TransactWriteItems(ctx, in)
-	if err != nil {
-		return s.txError(op, k, ws, err)
-	}
-	record(o.Capacity, out.ConsumedCapacity...)
-	return nil
+	return items, nil
 }
 
 // txError turns a failed transaction into the package's errors: one

@@ -40,6 +40,9 @@ type write struct {
 // versions set. It fails with ErrConflict (a *PartError per part found)
 // when any part exists, and with ErrNoTransactions on a server without
 // transactions. A transaction costs twice the write units of plain writes.
+// A part with a Large value is written through its chunk store: the value
+// first, then the transaction carries the store's flip of the part's item
+// (see "Large parts" in the package doc).
 func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options)) (T, error) {
 	o, err := s.call(ctx, optFns)
 	if err != nil {
@@ -50,18 +53,27 @@ func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options))
 		return item, err
 	}
 	ws := make([]write, 0, len(s.order))
+	var lw *largeWrite
 	for _, p := range s.order {
 		if p.Version != "" {
 			av[p.Version] = &types.AttributeValueMemberN{Value: "1"}
 		}
-		w, err := s.putWrite(p, k, av)
+		w, l, err := s.partWrite(p, k, av)
 		if err != nil {
 			return item, err
+		}
+		if l != nil {
+			lw, l.i = l, len(ws)
 		}
 		w.cond = expression.AttributeNotExists(expression.Name(p.keys[0]))
 		ws = append(ws, w)
 	}
-	if err := s.transact(ctx, "Create", k, ws, o); err != nil {
+	if lw != nil {
+		err = s.writeLarge(ctx, "Create", k, ws, lw, true, o)
+	} else {
+		err = s.transact(ctx, "Create", k, ws, o)
+	}
+	if err != nil {
 		return item, err
 	}
 	return s.returned(item, av, o)
@@ -78,7 +90,10 @@ func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options))
 // part; nothing was written then. On a server that ignores
 // ReturnValuesOnConditionCheckFailure (dynalite), a Put of one part with a
 // condition of the caller's that fails while another writer creates the
-// part may report ErrConflict where ErrNotFound was the cause.
+// part may report ErrConflict where ErrNotFound was the cause. A part with
+// a Large value is written through its chunk store: one consistent
+// GetItem, the value, then the flip, alone or in the transaction (see
+// "Large parts" in the package doc).
 func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...func(*Options)) (T, error) {
 	o, err := s.call(ctx, optFns)
 	if err != nil {
@@ -93,6 +108,7 @@ func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...fu
 		return item, err
 	}
 	ws := make([]write, 0, len(ps))
+	var lw *largeWrite
 	for _, p := range ps {
 		var cond expression.ConditionBuilder
 		if !putBack.putCreates {
@@ -109,9 +125,12 @@ func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...fu
 			av[p.Version] = next
 			cond, only, versioned = and(cond, vc), false, true
 		}
-		w, err := s.putWrite(p, k, av)
+		w, l, err := s.partWrite(p, k, av)
 		if err != nil {
 			return item, err
+		}
+		if l != nil {
+			lw, l.i = l, len(ws)
 		}
 		if c, ok := o.Conditions[p.Name]; ok && c.IsSet() {
 			cond, only, w.userCond = and(cond, c), false, true
@@ -119,9 +138,12 @@ func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...fu
 		w.cond, w.onlyExists, w.versioned, w.expect = cond, only, versioned, expect
 		ws = append(ws, w)
 	}
-	if len(ws) == 1 {
+	switch {
+	case lw != nil:
+		err = s.writeLarge(ctx, "Put", k, ws, lw, false, o)
+	case len(ws) == 1:
 		err = s.putOne(ctx, k, ws[0], o)
-	} else {
+	default:
 		err = s.transact(ctx, "Put", k, ws, o)
 	}
 	if err != nil {
@@ -136,6 +158,11 @@ var putBack struct {
 	// putCreates drops Put's existence condition: a Put after a Delete
 	// then leaves a partial item behind.
 	putCreates bool
+	// largeApart sends a multi-part write with a large part as two
+	// writes: the other parts' transaction, then the large part's write
+	// through its chunk store alone. A large part refused after the
+	// others were written then leaves a partial write behind.
+	largeApart bool
 }
 
 // and returns a AND b, or b when a is unset.
@@ -180,6 +207,9 @@ func advance(p *part, av map[string]types.AttributeValue) (expression.ConditionB
 // logical key and the part's attributes as stored after the update (other
 // fields of T at their zero value). It fails with ErrNotFound when the
 // part does not exist and ErrConflict when the condition does not hold.
+// For a part with a Large value, update may name only the part's other
+// attributes (no paths into them), and the value is returned at its zero
+// value: Get reads it.
 func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update expression.UpdateBuilder, optFns ...func(*Options)) (T, error) {
 	var zero T
 	o, err := s.call(ctx, optFns)
@@ -208,7 +238,14 @@ func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update ex
 		return zero, fmt.Errorf("%w: split: Update %v part %q: %w", ErrInvalid, k, p.Name, err)
 	}
 	for _, name := range alone.Names() {
-		if owner := s.owner[name]; name == s.l.PartitionKey || name == s.l.SortKey || name == p.Version || (owner != nil && owner != p) {
+		owner := s.owner[name]
+		bad := name == s.l.PartitionKey || name == s.l.SortKey || name == p.Version || (owner != nil && owner != p)
+		if p.Large != nil {
+			// Nothing but the part's other attributes: not its value, not
+			// the chunk store's attributes.
+			bad = bad || owner != p || name == p.Large.Attribute
+		}
+		if bad {
 			return zero, fmt.Errorf("%w: split: Update %v part %q: the update names %q, which the part does not hold", ErrInvalid, k, p.Name, name)
 		}
 	}
@@ -267,7 +304,9 @@ func withVersion(update string) string {
 // part on its Options.Conditions entry if it has one. Deleting an item
 // that does not exist, or parts that do not, is no error. It fails with
 // ErrConflict when a condition does not hold (nothing is deleted then) and
-// with ErrNoTransactions on a server without transactions.
+// with ErrNoTransactions on a server without transactions. A part with a
+// Large value is deleted through its chunk store, in the same transaction,
+// then its chunks; Options.Conditions may not name it (ErrInvalid).
 func (s *Store[T]) Delete(ctx context.Context, k Key, optFns ...func(*Options)) error {
 	o, err := s.call(ctx, optFns)
 	if err != nil {
@@ -277,6 +316,7 @@ func (s *Store[T]) Delete(ctx context.Context, k Key, optFns ...func(*Options)) 
 		return err
 	}
 	ws := make([]write, 0, len(s.order))
+	large := -1
 	for _, p := range s.order {
 		km, err := p.key(s.l, k)
 		if err != nil {
@@ -284,11 +324,21 @@ func (s *Store[T]) Delete(ctx context.Context, k Key, optFns ...func(*Options)) 
 		}
 		w := write{p: p, key: km}
 		if c, ok := o.Conditions[p.Name]; ok && c.IsSet() {
+			if p.Large != nil {
+				return &PartError{Part: p.Name, Table: p.table, Key: k,
+					Err: fmt.Errorf("%w: split: Delete: Options.Conditions has a condition on a part with a Large value, which Delete cannot check", ErrInvalid)}
+			}
 			w.cond = c
+		}
+		if p.Large != nil {
+			large = len(ws)
 		}
 		ws = append(ws, w)
 	}
-	if len(ws) == 1 {
+	switch {
+	case large >= 0:
+		return s.deleteLarge(ctx, k, ws, large, o)
+	case len(ws) == 1:
 		return s.deleteOne(ctx, k, ws[0], o)
 	}
 	return s.transact(ctx, "Delete", k, ws, o)
@@ -315,6 +365,16 @@ func (s *Store[T]) marshal(item T, o Options) (Key, map[string]types.AttributeVa
 		}
 	}
 	return k, av, nil
+}
+
+// partWrite builds part p's write from av: for a part with a Large value,
+// also the write of its value.
+func (s *Store[T]) partWrite(p *part, k Key, av map[string]types.AttributeValue) (write, *largeWrite, error) {
+	if p.Large != nil {
+		return s.largePut(p, k, av)
+	}
+	w, err := s.putWrite(p, k, av)
+	return w, nil, err
 }
 
 // putWrite builds part p's item from av and checks its size.
