@@ -2,6 +2,8 @@ package split
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
 )
@@ -22,7 +25,11 @@ import (
 // item — sequentially (every outcome and every read must be the model's),
 // and concurrently (every history must be linearizable against the model:
 // some order of the operations, consistent with real time, explains every
-// outcome). Parts: a (versioned), b and c.
+// outcome). Parts: a (versioned), b, c, and d (versioned, with a large
+// value d stored through a chunk store and a small attribute dn). The
+// large values have sizes on both sides of the chunk store's thresholds
+// (the 4 KiB inline limit, the 384 KiB chunk size) and of the 400 KB item
+// limit, and the model holds their SHA-256.
 
 type mItem struct {
 	K  string `dynamodbav:"k"`
@@ -30,6 +37,9 @@ type mItem struct {
 	AV int64  `dynamodbav:"av,omitempty"`
 	B  string `dynamodbav:"b,omitempty"`
 	C  string `dynamodbav:"c,omitempty"`
+	D  []byte `dynamodbav:"d,omitempty"`
+	DN string `dynamodbav:"dn,omitempty"`
+	DV int64  `dynamodbav:"dv,omitempty"`
 }
 
 // mState is the model: a logical item exists whole or not at all.
@@ -38,6 +48,34 @@ type mState struct {
 	a      string
 	av     int64
 	b, c   string
+	d      string // digest of the large value
+	dn     string
+	dv     int64
+}
+
+// largeSizes are the sizes of the large values: around the chunk store's
+// inline limit (4 KiB) and chunk size (384 KiB), and DynamoDB's item limit
+// (409,600 bytes).
+var largeSizes = []int{0, 1, 4095, 4096, 4097, 393_215, 393_216, 393_217, 409_599, 409_600, 409_601, 786_433}
+
+// largeValue is the large value of val and size: deterministic bytes.
+func largeValue(val string, size int) []byte {
+	h := sha256.Sum256([]byte(val))
+	r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(h[:]), uint64(size)))
+	b := make([]byte, size)
+	for i := range b {
+		if i%8 == 0 {
+			binary.LittleEndian.PutUint64(h[:8], r.Uint64())
+		}
+		b[i] = h[i%8]
+	}
+	return b
+}
+
+// digest names a large value in the model.
+func digest(b []byte) string {
+	h := sha256.Sum256(b)
+	return fmt.Sprintf("%d:%x", len(b), h[:6])
 }
 
 type opKind int
@@ -49,16 +87,22 @@ const (
 	opPutBC         // Put of parts b and c: one transaction
 	opUpdC          // Update of part c
 	opDelete
-	opGet // consistent Get of one part (concurrent) or of all (sequential)
+	opGet   // consistent Get of one part (concurrent) or of all (sequential)
+	opPutD  // Put of the large part d with a guessed version
+	opPutAD // Put of parts a and d, each with a guessed version: one transaction carrying d's flip
+	opUpdDN // Update of d's small attribute
 	nKinds
 )
 
 type op struct {
-	kind  opKind
-	key   string
-	val   string
-	guess int64
-	part  string // opGet: "" means every part
+	kind   opKind
+	key    string
+	val    string
+	guess  int64
+	guessD int64
+	size   int    // of the large value
+	digest string // of the large value
+	part   string // opGet: "" means every part
 }
 
 // outcome is what an operation returned: its class and, for a Get, what
@@ -69,9 +113,11 @@ type outcome struct {
 }
 
 func randomOp(r *rand.Rand, keys []string, allParts bool) op {
-	o := op{kind: opKind(r.IntN(int(nKinds))), key: keys[r.IntN(len(keys))], val: fmt.Sprint("v", r.IntN(100)), guess: int64(r.IntN(4))}
+	o := op{kind: opKind(r.IntN(int(nKinds))), key: keys[r.IntN(len(keys))], val: fmt.Sprint("v", r.IntN(100)),
+		guess: int64(r.IntN(4)), guessD: int64(r.IntN(4)), size: largeSizes[r.IntN(len(largeSizes))]}
+	o.digest = digest(largeValue(o.val, o.size))
 	if o.kind == opGet && !allParts {
-		o.part = []string{"a", "b", "c"}[r.IntN(3)]
+		o.part = []string{"a", "b", "c", "d"}[r.IntN(4)]
 	}
 	return o
 }
@@ -89,7 +135,7 @@ func (s mState) apply(o op) (outcome, mState) {
 		if s.exists {
 			return outcome{class: "conflict"}, s
 		}
-		return outcome{class: "ok"}, mState{exists: true, a: o.val, av: 1, b: o.val, c: o.val}
+		return outcome{class: "ok"}, mState{exists: true, a: o.val, av: 1, b: o.val, c: o.val, d: o.digest, dn: o.val, dv: 1}
 	}
 	if !s.exists {
 		return outcome{class: "notfound"}, s
@@ -106,6 +152,19 @@ func (s mState) apply(o op) (outcome, mState) {
 		s.b, s.c = o.val, o.val
 	case opUpdC:
 		s.c = o.val
+	case opPutD:
+		if s.dv != o.guessD {
+			return outcome{class: "conflict"}, s
+		}
+		s.d, s.dn, s.dv = o.digest, o.val, s.dv+1
+	case opPutAD:
+		if s.av != o.guess || s.dv != o.guessD {
+			return outcome{class: "conflict"}, s
+		}
+		s.a, s.av = o.val, s.av+1
+		s.d, s.dn, s.dv = o.digest, o.val, s.dv+1
+	case opUpdDN:
+		s.dn, s.dv = o.val, s.dv+1 // an Update advances the part's version
 	}
 	return outcome{class: "ok"}, s
 }
@@ -129,8 +188,10 @@ func (s mState) view(part string) string {
 		return "b=" + s.b
 	case "c":
 		return "c=" + s.c
+	case "d":
+		return fmt.Sprintf("d=%s dn=%s/%d", s.d, s.dn, s.dv)
 	}
-	return fmt.Sprintf("a=%s/%d b=%s c=%s", s.a, s.av, s.b, s.c)
+	return fmt.Sprintf("a=%s/%d b=%s c=%s d=%s dn=%s/%d", s.a, s.av, s.b, s.c, s.d, s.dn, s.dv)
 }
 
 // run performs o on st.
@@ -139,7 +200,7 @@ func run(ctx context.Context, st *Store[mItem], o op) outcome {
 	var err error
 	switch o.kind {
 	case opCreate:
-		_, err = st.Create(ctx, mItem{K: o.key, A: o.val, B: o.val, C: o.val})
+		_, err = st.Create(ctx, mItem{K: o.key, A: o.val, B: o.val, C: o.val, D: largeValue(o.val, o.size), DN: o.val})
 	case opPutA:
 		_, err = st.Put(ctx, mItem{K: o.key, A: o.val, AV: o.guess}, []string{"a"})
 	case opPutB:
@@ -148,6 +209,12 @@ func run(ctx context.Context, st *Store[mItem], o op) outcome {
 		_, err = st.Put(ctx, mItem{K: o.key, B: o.val, C: o.val}, []string{"b", "c"})
 	case opUpdC:
 		_, err = st.Update(ctx, k, "c", expression.Set(expression.Name("c"), expression.Value(o.val)))
+	case opPutD:
+		_, err = st.Put(ctx, mItem{K: o.key, D: largeValue(o.val, o.size), DN: o.val, DV: o.guessD}, []string{"d"})
+	case opPutAD:
+		_, err = st.Put(ctx, mItem{K: o.key, A: o.val, AV: o.guess, D: largeValue(o.val, o.size), DN: o.val, DV: o.guessD}, []string{"a", "d"})
+	case opUpdDN:
+		_, err = st.Update(ctx, k, "d", expression.Set(expression.Name("dn"), expression.Value(o.val)))
 	case opDelete:
 		err = st.Delete(ctx, k)
 	case opGet:
@@ -161,7 +228,7 @@ func run(ctx context.Context, st *Store[mItem], o op) outcome {
 			if r.Missing != nil {
 				return outcome{class: "ok", seen: fmt.Sprintf("partial item: found %q, missing %q", r.Found, r.Missing)}
 			}
-			s := mState{exists: true, a: r.Item.A, av: r.Item.AV, b: r.Item.B, c: r.Item.C}
+			s := mState{exists: true, a: r.Item.A, av: r.Item.AV, b: r.Item.B, c: r.Item.C, d: digest(r.Item.D), dn: r.Item.DN, dv: r.Item.DV}
 			out.seen = s.view(o.part)
 		}
 		return out
@@ -194,10 +261,16 @@ func classify(err error) string {
 
 func modelStore(t *testing.T, s *ddbtest.Server) *Store[mItem] {
 	t.Helper()
+	dTable := ddbtest.TableName()
+	cs, err := chunk.New(s.Client(), dTable, ddbtest.TableName())
+	if err != nil {
+		t.Fatal(err)
+	}
 	l := Layout{PartitionKey: "k", Parts: []Part{
 		{Name: "a", Table: ddbtest.TableName(), Attributes: []string{"a"}, Version: "av"},
 		{Name: "b", Table: ddbtest.TableName(), Attributes: []string{"b"}},
 		{Name: "c", Table: ddbtest.TableName(), Attributes: []string{"c"}},
+		{Name: "d", Table: dTable, Attributes: []string{"d", "dn"}, Version: "dv", Large: &LargeField{Attribute: "d", Store: cs}},
 	}}
 	ins, err := l.CreateTableInputs()
 	if err != nil {
@@ -396,4 +469,21 @@ func TestLinearizableRejects(t *testing.T) {
 	if err := linearizable(bad); err == nil {
 		t.Error("a read from the future was accepted")
 	}
+}
+
+// TestModelCatchesLargeBug puts back a bug on purpose in the large part's
+// writes (a Put of parts a and d checks that the item exists, writes a in
+// a transaction of its own and then d through its chunk store, instead of
+// one transaction carrying d's flip) and shows that the model check fails:
+// a Put whose d is refused on its version leaves a's new value behind.
+func TestModelCatchesLargeBug(t *testing.T) {
+	s := ddbtest.Get(t, localddb.DynamoDBLocal)
+	st := modelStore(t, s)
+	putBack.largeApart = true
+	defer func() { putBack.largeApart = false }()
+	err := checkSequential(context.Background(), st, 42, 150)
+	if err == nil {
+		t.Fatal("the model check passed a Store that writes a large part apart from the others")
+	}
+	t.Logf("caught, as it should: %v", err)
 }
