@@ -1,6 +1,7 @@
 package split_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/dynashardtest"
 	"github.com/dynashard/dynashard/split"
 )
@@ -171,4 +173,74 @@ func ExampleCapacity() {
 	fmt.Println("profile:", cost.Table(layout.Parts[0].Table), "counters:", cost.Table(layout.Parts[1].Table))
 	// Output:
 	// profile: 0 counters: 1
+}
+
+// A part whose value may exceed DynamoDB's 400 KB item limit: the
+// extended part holds a product's manual, stored through a chunk store
+// (inline up to 4 KiB, in 384 KiB chunks above) with the part's item as
+// its parent. Get returns it whole; Create writes it and the other parts
+// in one transaction carrying the chunk store's flip; Delete removes its
+// chunks.
+func ExampleLargeField() {
+	ctx := context.Background()
+	srv, err := dynashardtest.NewServer()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c := srv.Client()
+	type Product struct {
+		Id     int    `dynamodbav:"Id"`
+		Title  string `dynamodbav:"Title"`
+		Rating string `dynamodbav:"Rating"`
+		Manual []byte `dynamodbav:"Manual"`
+	}
+	extended := dynashardtest.TableName("ExtendedProductCatalog")
+	manuals, err := chunk.New(c, extended, dynashardtest.TableName("ManualChunks"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	layout := split.Layout{PartitionKey: "Id", PartitionKeyType: "N", Parts: []split.Part{
+		{Name: "catalog", Table: dynashardtest.TableName("ProductCatalog"), Attributes: []string{"Title"}},
+		{Name: "extended", Table: extended, Attributes: []string{"Rating", "Manual"},
+			Large: &split.LargeField{Attribute: "Manual", Store: manuals}},
+	}}
+	ins, err := layout.CreateTableInputs() // both parts' tables, then the chunk table
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, in := range ins {
+		if err := srv.CreateTable(ctx, in); err != nil {
+			log.Fatal(err)
+		}
+		defer c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: in.TableName})
+	}
+	products, err := split.New[Product](c, layout)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	manual := bytes.Repeat([]byte("Pedal forward. "), 60_000) // 900,000 bytes
+	if _, err := products.Create(ctx, Product{Id: 302, Title: "Red Bicycle", Rating: "4.0", Manual: manual}); err != nil {
+		log.Fatal(err)
+	}
+	page, err := products.Get(ctx, split.Key{PK: "302"}, []string{"catalog"}) // no manual read
+	if err != nil {
+		log.Fatal(err)
+	}
+	detail, err := products.Get(ctx, split.Key{PK: "302"}, []string{"extended"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("page: %s, %d manual bytes\n", page.Item.Title, len(page.Item.Manual))
+	fmt.Printf("detail: rating %s, manual of %d bytes, whole: %v\n", detail.Item.Rating, len(detail.Item.Manual), bytes.Equal(detail.Item.Manual, manual))
+	if err := products.Delete(ctx, split.Key{PK: "302"}); err != nil {
+		log.Fatal(err)
+	}
+	_, err = products.Get(ctx, split.Key{PK: "302"}, nil)
+	fmt.Println("after Delete:", errors.Is(err, split.ErrNotFound))
+	// Output:
+	// page: Red Bicycle, 0 manual bytes
+	// detail: rating 4.0, manual of 900000 bytes, whole: true
+	// after Delete: true
 }
