@@ -22,6 +22,7 @@ import (
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
+	"github.com/dynashard/dynashard/internal/skew"
 	"github.com/dynashard/dynashard/partition"
 	"github.com/dynashard/dynashard/shard"
 )
@@ -58,9 +59,9 @@ func TestBench(t *testing.T) {
 			"## 8. Online resharding", "| fixed N | [2] |", "| auto-grow |",
 			"## 9. One item over three tables (package split)", "| price update, WCU | 3 (UpdateItem) | 1 |",
 		}
-		// The skew rows must be exactly what shard.Analyze says of the same ids.
+		// The skew rows must be exactly what the skew analysis says of the same ids.
 		for _, f := range idFamilies {
-			reps, err := shard.Analyze(f.ids(ids), shard.Hash(skewN), shard.CodePointProduct(skewN))
+			reps, err := skew.Analyze(f.ids(ids), shard.Hash(skewN), shard.CodePointProduct(skewN))
 			if err != nil {
 				t.Fatal(err)
 			}

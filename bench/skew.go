@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/dynashard/dynashard/internal/skew"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -51,13 +52,13 @@ func (f idFamily) ids(n int) iter.Seq[string] {
 }
 
 // skew is scenario 4: how evenly Hash and the guide's CodePointProduct
-// spread five families of ids, computed with shard.Analyze. No server.
+// spread five families of ids, computed with the skew analysis of `dynashard analyze`. No server.
 func (b *bencher) skew(ctx context.Context) (*section, error) {
 	c := b.cfg
 	sec := &section{title: "Calculated strategies"}
 	sec.intro = append(sec.intro, fmt.Sprintf(
 		"%d ids of each family mapped to N = %d suffixes by shard.Hash (the default) and shard.CodePointProduct "+
-			"(the guide's formula: product of code points mod N, plus 1), measured with shard.Analyze. "+
+			"(the guide's formula: product of code points mod N, plus 1), measured with `dynashard analyze`'s analysis. "+
 			"max/mean is the hottest suffix's load over the mean (1.0 is perfect, N means one suffix takes every write); "+
 			"the hottest share is the fraction of all writes that suffix takes. A random assignment gives max/mean ≈ %s here.",
 		c.ids, c.skewN, randomMaxMean(c.ids, c.skewN)))
@@ -67,7 +68,7 @@ func (b *bencher) skew(ctx context.Context) (*section, error) {
 			return sec, err
 		}
 		b.prog.status(f.name)
-		reps, err := shard.Analyze(f.ids(c.ids), shard.Hash(c.skewN), shard.CodePointProduct(c.skewN))
+		reps, err := skew.Analyze(f.ids(c.ids), shard.Hash(c.skewN), shard.CodePointProduct(c.skewN))
 		if err != nil {
 			return sec, err
 		}

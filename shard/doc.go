@@ -12,8 +12,8 @@
 // item with one GetItem. [CodePointProduct] is the guide's own formula, kept
 // exactly for tables already keyed that way; it piles typical ids onto
 // suffix 1 (see its documentation) and must not be chosen for new data.
-// [Analyze] measures how evenly a strategy spreads a sample of ids, and the
-// dynashard command's "analyze" subcommand prints that side by side.
+// The dynashard command's "analyze" subcommand measures how evenly each
+// strategy spreads a sample of your ids, side by side.
 //
 // Physical keys are "base" + separator + decimal suffix ([Key], [Parse],
 // [Keys]; [Codec] for a separator other than "."). The suffix is canonical

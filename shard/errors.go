@@ -39,7 +39,7 @@ var (
 	// ErrInvalidStrategy reports a nil strategy, a shard count outside
 	// 1..MaxN, or a user-supplied Strategy that picked a suffix outside
 	// 1..N.
-	ErrInvalidStrategy = errs.New("shard: invalid strategy", errs.Invalid)
+	ErrInvalidStrategy = errs.InvalidStrategy
 	// ErrNotCalculated reports an operation that must find an item by id
 	// on a layout whose strategy is Random: such items are found only by
 	// reading every suffix (package scatter).

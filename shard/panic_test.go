@@ -64,11 +64,6 @@ func TestNoPanicEscapes(t *testing.T) {
 				panic(errPanic)
 			}
 		}
-		panickingIDs := func(yield func(string) bool) {
-			if yield("a") {
-				panic(errPanic)
-			}
-		}
 		onProgress := func(o *shard.LoadOptions) { o.OnProgress = func(shard.LoadProgress) { panic(errPanic) } }
 		update := expression.Set(expression.Name("amount"), expression.Value(2))
 		var (
@@ -102,12 +97,10 @@ func TestNoPanicEscapes(t *testing.T) {
 			// A panicking callback or sequence.
 			{"Load, OnProgress panics", errPanic, func() error { _, err := good.Load(ctx, items, onProgress); return err }},
 			{"Load, items panics", errPanic, func() error { _, err := good.Load(ctx, panickingItems); return err }},
-			{"Analyze, ids panics", errPanic, func() error { _, err := shard.Analyze(panickingIDs, shard.Hash(4)); return err }},
 			// A typed-nil Strategy.
 			{"NewTable, typed-nil Strategy", shard.ErrInvalidStrategy, func() error { _, err := shard.NewTable[Order](counted, typedNil); return err }},
 			{"Validate, typed-nil Strategy", shard.ErrInvalidStrategy, typedNil.Validate},
 			{"CreateTableInput, typed-nil Strategy", shard.ErrInvalidStrategy, func() error { _, err := typedNil.CreateTableInput(); return err }},
-			{"Analyze, typed-nil Strategy", shard.ErrInvalidStrategy, func() error { _, err := shard.Analyze(seqOf("a"), typedNil.Strategy); return err }},
 			{"Layout.Reshard, typed-nil Strategy", shard.ErrInvalidStrategy, func() error { _, err := typedNil.Reshard(ctx, counted, "day", 8); return err }},
 			{"Rebalance, typed-nil Strategy", shard.ErrInvalidStrategy, func() error { _, err := shard.Rebalance(ctx, counted, typedNil, "day"); return err }},
 			{"Layout.Reshard, WithN returns a typed nil", shard.ErrInvalidStrategy, func() error { _, err := badResize.Reshard(ctx, counted, "day", 8); return err }},
@@ -119,7 +112,6 @@ func TestNoPanicEscapes(t *testing.T) {
 			{"Put, nil ctx", shard.ErrInvalid, func() error { return good.Put(nilCtx, "day", Order{ID: "o4"}) }},
 			{"Get, nil ctx", shard.ErrInvalid, func() error { _, err := good.Get(nilCtx, "day", "o1"); return err }},
 			{"Load, nil items", shard.ErrInvalid, func() error { _, err := good.Load(ctx, nil); return err }},
-			{"Analyze, nil ids", shard.ErrInvalid, func() error { _, err := shard.Analyze(nil, shard.Hash(4)); return err }},
 			// A Table not made by NewTable.
 			{"zero Table Put", shard.ErrInvalid, func() error { return zero.Put(ctx, "day", Order{ID: "o5"}) }},
 			{"zero Table Get", shard.ErrInvalid, func() error { _, err := zero.Get(ctx, "day", "o1"); return err }},
@@ -148,15 +140,4 @@ func TestNoPanicEscapes(t *testing.T) {
 			})
 		}
 	})
-}
-
-// seqOf yields ids.
-func seqOf(ids ...string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for _, id := range ids {
-			if !yield(id) {
-				return
-			}
-		}
-	}
 }

@@ -96,7 +96,7 @@ func (s randomStrategy) isCalculated() bool { return false }
 // sequential order numbers (ORD-00000001…), random UUIDs, user names,
 // e-mail addresses and RFC 3339 timestamps, all 200 suffixes used (a
 // perfectly random assignment gives about 1.04). Compare [CodePointProduct],
-// and run [Analyze] on a sample of your own ids.
+// and run `dynashard analyze` on a sample of your own ids.
 //
 // The returned Strategy is safe for concurrent use and allocation-free.
 // With n outside 1..[MaxN] Pick returns 0 and every entry point rejects the
@@ -163,7 +163,7 @@ func hash64(s string) uint64 {
 //	user<random int>            200       20          173.5         87 %
 //
 // [Hash] spreads the same ids over all 200 suffixes at max/mean ≤ 1.10. Run
-// [Analyze] (or `dynashard analyze`) on a sample of real ids to see the skew.
+// `dynashard analyze` on a sample of real ids to see the skew.
 //
 // The returned Strategy is safe for concurrent use and allocation-free.
 // With n outside 1..[MaxN] Pick returns 0 and every entry point rejects the

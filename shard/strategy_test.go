@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dynashard/dynashard/internal/skew"
 )
 
 // Golden vectors: Hash's output is a storage format. If this test fails,
@@ -181,7 +183,7 @@ func TestRandom(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	rep := newReport("random", draws, counts)
+	rep := skew.NewReport("random", draws, counts)
 	// A correct uniform source fails this with probability 1e-6.
 	if rep.PValue < 1e-6 {
 		t.Errorf("Random(%d) counts %v: chi-square %v, p = %v, want uniform", n, counts, rep.ChiSquare, rep.PValue)
@@ -221,24 +223,6 @@ func TestConstructors(t *testing.T) {
 	}
 	if err := CheckN(1); err != nil {
 		t.Errorf("CheckN(1) = %v", err)
-	}
-}
-
-// badStrategy is a faulty user-supplied Strategy.
-type badStrategy struct{ n, pick int }
-
-func (b badStrategy) N() int          { return b.n }
-func (b badStrategy) Pick(string) int { return b.pick }
-
-func TestFaultyUserStrategy(t *testing.T) {
-	tests := []Strategy{nil, badStrategy{0, 1}, badStrategy{MaxN + 1, 1}, badStrategy{5, 0}, badStrategy{5, 6}}
-	for _, s := range tests {
-		t.Run(fmt.Sprint(s), func(t *testing.T) {
-			_, err := Analyze(func(yield func(string) bool) { yield("id") }, s)
-			if !errors.Is(err, ErrInvalidStrategy) {
-				t.Errorf("Analyze with %v: got %v, want ErrInvalidStrategy", s, err)
-			}
-		})
 	}
 }
 

@@ -317,12 +317,6 @@ func TestUpdateKeyAttributes(t *testing.T) {
 	})
 }
 
-func TestAnalyzeNil(t *testing.T) {
-	if _, err := shard.Analyze(nil, shard.Hash(4)); !errors.Is(err, shard.ErrInvalid) {
-		t.Errorf("Analyze(nil): %v, want ErrInvalid", err)
-	}
-}
-
 func clip(s string) string {
 	if len(s) > 20 {
 		return s[:20] + "…"

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dynashard/dynashard/internal/skew"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -35,7 +36,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err := shard.CheckN(*n); err != nil {
 		return fmt.Errorf("%w: -n: %v", errUsage, err)
 	}
-	var strategies []shard.Strategy
+	var strategies []skew.Strategy
 	for _, name := range strings.Split(*names, ",") {
 		ctor, ok := strategyByName[strings.TrimSpace(name)]
 		if !ok {
@@ -75,7 +76,7 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			}
 		}
 	}
-	reports, err := shard.Analyze(ids, strategies...)
+	reports, err := skew.Analyze(ids, strategies...)
 	if err != nil {
 		return err
 	}
@@ -86,29 +87,29 @@ func runAnalyze(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	return nil
 }
 
-func printReports(w io.Writer, reports []shard.Report, counts bool) {
+func printReports(w io.Writer, reports []skew.Report, counts bool) {
 	if len(reports) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "%s\n\n", plural(reports[0].IDs, "id"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(label string, f func(r shard.Report) string) {
+	row := func(label string, f func(r skew.Report) string) {
 		fmt.Fprint(tw, label)
 		for _, r := range reports {
 			fmt.Fprint(tw, "\t", f(r))
 		}
 		fmt.Fprintln(tw, "\t")
 	}
-	row("strategy", func(r shard.Report) string { return r.Strategy })
-	row("suffixes used", func(r shard.Report) string { return fmt.Sprintf("%d of %d", r.N-r.Unused, r.N) })
-	row("mean per suffix", func(r shard.Report) string { return strconv.FormatFloat(r.Mean, 'f', 1, 64) })
-	row("max/mean", func(r shard.Report) string { return strconv.FormatFloat(r.MaxMean, 'f', 3, 64) })
-	row("hottest suffix", func(r shard.Report) string {
+	row("strategy", func(r skew.Report) string { return r.Strategy })
+	row("suffixes used", func(r skew.Report) string { return fmt.Sprintf("%d of %d", r.N-r.Unused, r.N) })
+	row("mean per suffix", func(r skew.Report) string { return strconv.FormatFloat(r.Mean, 'f', 1, 64) })
+	row("max/mean", func(r skew.Report) string { return strconv.FormatFloat(r.MaxMean, 'f', 3, 64) })
+	row("hottest suffix", func(r skew.Report) string {
 		return fmt.Sprintf("%d (%s, %.2f%%)", r.Hottest, plural(r.Max, "id"), 100*r.HotShare)
 	})
-	row("chi-square", func(r shard.Report) string { return fmt.Sprintf("%.1f (dof %d)", r.ChiSquare, r.N-1) })
-	row("p-value", func(r shard.Report) string { return strconv.FormatFloat(r.PValue, 'g', 3, 64) })
-	row("verdict", func(r shard.Report) string { return string(r.Verdict) })
+	row("chi-square", func(r skew.Report) string { return fmt.Sprintf("%.1f (dof %d)", r.ChiSquare, r.N-1) })
+	row("p-value", func(r skew.Report) string { return strconv.FormatFloat(r.PValue, 'g', 3, 64) })
+	row("verdict", func(r skew.Report) string { return string(r.Verdict) })
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, r := range reports {

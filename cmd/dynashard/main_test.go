@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dynashard/dynashard/internal/skew"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -34,7 +35,7 @@ func TestAnalyze(t *testing.T) {
 	if err := os.WriteFile(file, []byte(input), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want, err := shard.Analyze(slices.Values(ids), shard.Hash(100), shard.CodePointProduct(100), shard.Random(100))
+	want, err := skew.Analyze(slices.Values(ids), shard.Hash(100), shard.CodePointProduct(100), shard.Random(100))
 	if err != nil {
 		t.Fatal(err)
 	}

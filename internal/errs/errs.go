@@ -21,6 +21,11 @@ var (
 	// Conflict reports a conditional write that lost: the item changed
 	// since it was read, or exists when it must not.
 	Conflict = errors.New("dynashard: conflict")
+
+	// InvalidStrategy is shard.ErrInvalidStrategy, here so that the skew
+	// analysis (internal/skew) reports the same error without importing
+	// shard.
+	InvalidStrategy = New("shard: invalid strategy", Invalid)
 )
 
 // Kind is a package's own sentinel that also matches a family root, so

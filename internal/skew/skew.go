@@ -1,12 +1,49 @@
-package shard
+// Package skew measures how evenly a suffix strategy spreads a sample of
+// ids: the counts per suffix, Pearson's chi-square against a uniform
+// spread, and a plain-language verdict. It serves `dynashard analyze` and
+// the bench; its Strategy is shard.Strategy's method set, so that the
+// package needs nothing of shard.
+package skew
 
 import (
 	"fmt"
 	"iter"
 	"math"
+
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
-// Verdict is the plain-language outcome of [Analyze].
+// Strategy is shard.Strategy: N suffixes, and the suffix of an id.
+type Strategy interface {
+	N() int
+	Pick(id string) int
+}
+
+// maxN is shard.MaxN, the largest shard count a strategy may report.
+const maxN = 10_000
+
+func checkStrategy(s Strategy) error {
+	if s == nil {
+		return fmt.Errorf("%w: nil strategy", errs.InvalidStrategy)
+	}
+	if errs.IsNil(s) {
+		return fmt.Errorf("%w: nil strategy of type %T", errs.InvalidStrategy, s)
+	}
+	if n := s.N(); n < 1 || n > maxN {
+		return fmt.Errorf("%w: %v has N = %d, want 1..%d", errs.InvalidStrategy, s, n, maxN)
+	}
+	return nil
+}
+
+func pick(s Strategy, id string) (int, error) {
+	suffix := s.Pick(id)
+	if n := s.N(); suffix < 1 || suffix > n {
+		return 0, fmt.Errorf("%w: %v picked suffix %d for id %q, want 1..%d", errs.InvalidStrategy, s, suffix, id, n)
+	}
+	return suffix, nil
+}
+
+// Verdict is the plain-language outcome of Analyze.
 type Verdict string
 
 const (
@@ -46,16 +83,16 @@ type Report struct {
 
 // Analyze maps every id to a suffix with each strategy, in a single pass over
 // ids, and returns one Report per strategy in the order given. It is how a
-// user sees, before shipping, that [CodePointProduct] sends most
-// ORD-00000001-style ids to suffix 1 while [Hash] spreads them.
+// user sees, before shipping, that shard.CodePointProduct sends most
+// ORD-00000001-style ids to suffix 1 while shard.Hash spreads them.
 //
 // Memory is O(sum of N), independent of the number of ids. A nil ids is an
-// error matching [ErrInvalid]. Analyze returns
-// an error wrapping [ErrInvalidStrategy] if a strategy is nil, reports N outside
-// 1..MaxN, or picks a suffix outside 1..N.
+// error matching errs.Invalid. Analyze returns an error matching
+// errs.InvalidStrategy (shard.ErrInvalidStrategy) if a strategy is nil,
+// reports N outside 1..maxN, or picks a suffix outside 1..N.
 func Analyze(ids iter.Seq[string], strategies ...Strategy) ([]Report, error) {
 	if ids == nil {
-		return nil, fmt.Errorf("%w: Analyze: the sequence of ids is nil", ErrInvalid)
+		return nil, fmt.Errorf("%w: Analyze: the sequence of ids is nil", errs.Invalid)
 	}
 	counts := make([][]int, len(strategies))
 	for i, s := range strategies {
@@ -77,7 +114,7 @@ func Analyze(ids iter.Seq[string], strategies ...Strategy) ([]Report, error) {
 	}
 	reports := make([]Report, len(strategies))
 	for i, s := range strategies {
-		reports[i] = newReport(strategyName(s), total, counts[i])
+		reports[i] = NewReport(strategyName(s), total, counts[i])
 	}
 	return reports, nil
 }
@@ -89,7 +126,9 @@ func strategyName(s Strategy) string {
 	return fmt.Sprintf("%T(%d)", s, s.N())
 }
 
-func newReport(name string, ids int, counts []int) Report {
+// NewReport is the Report of counts, the ids of a sample per suffix (index
+// i for suffix i+1), ids in all, under the strategy name.
+func NewReport(name string, ids int, counts []int) Report {
 	n := len(counts)
 	r := Report{Strategy: name, N: n, IDs: ids, Counts: counts, Hottest: 1, PValue: 1}
 	r.Mean = float64(ids) / float64(n)

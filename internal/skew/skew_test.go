@@ -1,6 +1,8 @@
-package shard
+package skew
 
 import (
+	"errors"
+	"fmt"
 	"iter"
 	"math"
 	"math/rand/v2"
@@ -10,6 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/shard"
 )
 
 // idFamily yields n realistic ids of one kind, deterministically.
@@ -107,7 +112,7 @@ func TestHashSkewTarget(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			reps, err := Analyze(f.ids(n), Hash(200), CodePointProduct(200))
+			reps, err := Analyze(f.ids(n), shard.Hash(200), shard.CodePointProduct(200))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,10 +120,10 @@ func TestHashSkewTarget(t *testing.T) {
 			t.Logf("%d ids: hash max/mean %.3f chi²/dof %.2f p %.3f %s | codepoint max/mean %.1f used %d share1 %.1f%% %s",
 				n, h.MaxMean, h.ChiSquare/199, h.PValue, h.Verdict, cp.MaxMean, cp.N-cp.Unused, 100*float64(cp.Counts[0])/float64(n), cp.Verdict)
 			if h.MaxMean > limit || h.Unused > 0 {
-				t.Errorf("Hash(200): max/mean %.3f, unused %d; want ≤ %.2f, 0", h.MaxMean, h.Unused, limit)
+				t.Errorf("shard.Hash(200): max/mean %.3f, unused %d; want ≤ %.2f, 0", h.MaxMean, h.Unused, limit)
 			}
 			if h.Verdict != Even {
-				t.Errorf("Hash(200) verdict %q (%s), want %q", h.Verdict, h.Conclusion, Even)
+				t.Errorf("shard.Hash(200) verdict %q (%s), want %q", h.Verdict, h.Conclusion, Even)
 			}
 		})
 	}
@@ -129,13 +134,13 @@ func TestHashSkewTarget(t *testing.T) {
 // ids onto suffix 1, and that Analyze says so.
 func TestCodePointSkew(t *testing.T) {
 	for _, f := range families[:3] { // ORD-, uuid, user<int>: the rows of CodePointProduct's doc
-		reps, err := Analyze(f.ids(50_000), CodePointProduct(200))
+		reps, err := Analyze(f.ids(50_000), shard.CodePointProduct(200))
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := reps[0]
 		if r.Verdict != Skewed || r.Hottest != 1 || r.HotShare < 0.5 {
-			t.Errorf("%s: CodePointProduct(200) verdict %q, hottest %d at %.0f%%; want skewed on suffix 1 with ≥ 50%%", f.name, r.Verdict, r.Hottest, 100*r.HotShare)
+			t.Errorf("%s: shard.CodePointProduct(200) verdict %q, hottest %d at %.0f%%; want skewed on suffix 1 with ≥ 50%%", f.name, r.Verdict, r.Hottest, 100*r.HotShare)
 		}
 	}
 }
@@ -144,9 +149,9 @@ func TestAnalyzeMatchesModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	ids := make([]string, 3000)
 	for i := range ids {
-		ids[i] = randomID(r)
+		ids[i] = fmt.Sprintf("id-%x-%d", r.Uint64(), i)
 	}
-	strategies := []Strategy{Hash(7), CodePointProduct(12), Hash(1), badStrategy{3, 2}}
+	strategies := []Strategy{shard.Hash(7), shard.CodePointProduct(12), shard.Hash(1), badStrategy{3, 2}}
 	reps, err := Analyze(slices.Values(ids), strategies...)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +215,7 @@ func TestAnalyzeVerdicts(t *testing.T) {
 			for _, c := range tt.counts {
 				total += c
 			}
-			r := newReport("x", total, tt.counts)
+			r := NewReport("x", total, tt.counts)
 			if r.Verdict != tt.want {
 				t.Errorf("verdict %q (%s), want %q", r.Verdict, r.Conclusion, tt.want)
 			}
@@ -248,4 +253,42 @@ func TestChiSquareSurvival(t *testing.T) {
 			}
 		}
 	}
+}
+
+// badStrategy is a faulty user-supplied Strategy.
+type badStrategy struct{ n, pick int }
+
+func (b badStrategy) N() int          { return b.n }
+func (b badStrategy) Pick(string) int { return b.pick }
+
+func TestFaultyUserStrategy(t *testing.T) {
+	tests := []Strategy{nil, badStrategy{0, 1}, badStrategy{shard.MaxN + 1, 1}, badStrategy{5, 0}, badStrategy{5, 6}}
+	for _, s := range tests {
+		t.Run(fmt.Sprint(s), func(t *testing.T) {
+			_, err := Analyze(func(yield func(string) bool) { yield("id") }, s)
+			if !errors.Is(err, shard.ErrInvalidStrategy) || !errors.Is(err, errs.Invalid) {
+				t.Errorf("Analyze with %v: got %v, want ErrInvalidStrategy", s, err)
+			}
+		})
+	}
+}
+
+// TestNoPanic: ids that panic panic in the caller's goroutine (Analyze
+// starts none), a typed-nil Strategy and nil ids are errors, not panics.
+func TestNoPanic(t *testing.T) {
+	var typedNil *badStrategy
+	if _, err := Analyze(func(func(string) bool) {}, typedNil); !errors.Is(err, shard.ErrInvalidStrategy) {
+		t.Errorf("typed-nil Strategy: %v, want ErrInvalidStrategy", err)
+	}
+	if _, err := Analyze(nil, shard.Hash(4)); !errors.Is(err, shard.ErrInvalid) {
+		t.Errorf("nil ids: %v, want ErrInvalid", err)
+	}
+	errPanic := errors.New("ids panicked")
+	defer func() {
+		if v := recover(); v != errPanic {
+			t.Errorf("recovered %v, want %v", v, errPanic)
+		}
+	}()
+	Analyze(func(func(string) bool) { panic(errPanic) }, shard.Hash(4))
+	t.Error("Analyze returned after its ids panicked")
 }
