@@ -97,15 +97,39 @@
 //
 // One call keeps at most Options.MaxConcurrency requests in flight, by
 // default min(N, 32). Each shard has at most one request in flight and at
-// most two pages in memory: the page being merged and the next one, fetched
-// ahead while the first drains. Memory is therefore bounded by N × 2 pages
-// (Options.PageSize bounds a page; DynamoDB caps it at 1 MB), never by the
-// result size. The ordered merge needs the next item of every shard before
-// it can return one, so the slowest shard sets its pace; Unordered does
-// not wait. Page asks each shard for at most one item more than it still
-// needs and fetches ahead only when a shard may have to contribute more
-// than its current page, so a small page costs about one small request
-// per shard. Requests start without a dispatcher goroutine: at once while
+// most two pages in memory: the page being merged, less the items already
+// returned (a page does not keep them), and the next one, fetched ahead
+// while the first drains. The ordered merge needs the next item of every
+// shard before it can return one, so the slowest shard sets its pace;
+// Unordered does not wait.
+//
+// Pages grow. At the default PageSize, All (ordered or not) asks each
+// shard's first Query for 100 items (DynamoDB's Limit) and each later
+// Query for 4 times as many as the one before, up to max(256, 32,768 / N)
+// items: at N = 200, pages of 100, 256, 256, …; at N = 32, 100, 400, 1,024,
+// 1,024, …; at N = 8, 100, 400, 1,600, 4,096, …. The merge returns its
+// first item once every shard's first page is in, after ⌈N /
+// MaxConcurrency⌉ rounds of small Queries rather than every shard's whole
+// first megabyte, and later pages are large enough that a large result
+// costs few more Queries than whole pages would (200 shards of 1,000
+// items: 5 Queries a shard instead of 1). So a call holds at most
+// 2 × max(32,768, 256 × N) items, and at most 2 MB per shard (DynamoDB
+// caps a page at 1 MB), whatever the result size: at N = 200, 102,400
+// items; at N ≤ 128, 65,536. Multiply by the item size to get bytes (the
+// SDK's decoded form of an item takes a few times its DynamoDB size). A
+// shard of fewer than 100 items still costs one Query.
+//
+// Options.PageSize replaces the growth: every Query asks for PageSize
+// items, and a call holds at most N × 2 × PageSize items. With a Filter,
+// DynamoDB counts the Limit before filtering, so small pages would
+// multiply the Queries a selective filter needs: a filtered All asks for
+// DynamoDB's 1 MB page throughout and holds at most N × 2 MB. Page asks
+// each shard for at most one item more than it still needs and fetches
+// ahead only when a shard may have to contribute more than its current
+// page, so a small page costs about one small request per shard, and a
+// Page holds at most N × 2 × (limit + 1) items.
+//
+// Requests start without a dispatcher goroutine: at once while
 // fewer than MaxConcurrency are in flight, else as earlier ones finish.
 // Nothing is sent before the first iteration of All, not even the layout
 // check; breaking out of the loop or cancelling the context cancels the

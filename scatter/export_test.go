@@ -21,3 +21,7 @@ func ForgeCursor(l shard.Layout, base string, suffix int, key []types.AttributeV
 	ord, _ := ordinal(p.suffixes, uint64(suffix))
 	return encodeCursor(p, resume{def: &position{ord: ord, key: key}}, nil)
 }
+
+// GrowPage and PageCap export the page sizes All asks for (see growPage).
+func GrowPage(sent, n int) int32 { return growPage(sent, n) }
+func PageCap(n int) int          { return pageCap(n) }

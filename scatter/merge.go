@@ -24,77 +24,82 @@ func newMerger(p *plan) merger {
 
 // ordered merges with a loser tree (tournament): each item costs exactly
 // ⌈log2 N⌉ comparisons, half of what a binary heap needs. tree[0] is the
-// shard with the smallest head; tree[i] for i ≥ 1 is the loser of the
-// match at internal node i, whose children are 2i and 2i+1; shard j is the
-// leaf N+j.
+// ordinal of the shard with the smallest head; tree[i] for i ≥ 1 is the
+// loser of the match at internal node i, whose children are 2i and 2i+1;
+// shard j is the leaf N+j. The matches compare heads, a dense copy of each
+// shard's head key (parsed by the request goroutine), so that a replay
+// touches N small entries and no shard state or page.
 type ordered struct {
 	desc   bool
 	skAttr string
-	tree   []*shardState
+	tree   []int32
+	heads  []head
 	dirty  bool          // tree[0] was taken from and needs its next head
 	kind   keyorder.Kind // of the sort keys seen; 0 before the first
+}
+
+// head is a shard's current item's sort key, if it has a current item.
+type head struct {
+	key keyorder.Key // zero without a sort key: all equal, suffix decides
+	has bool
 }
 
 func (o *ordered) arrived(*shardState) {}
 
 func (o *ordered) next(r *run) (*shardState, error) {
 	if o.tree == nil {
+		o.heads = make([]head, len(r.shards))
 		for i := range r.shards {
 			if err := o.refresh(r, &r.shards[i]); err != nil {
 				return nil, err
 			}
 		}
-		o.build(r.shards)
+		o.build()
 	} else if o.dirty {
 		o.dirty = false
 		w := o.tree[0]
-		if err := o.refresh(r, w); err != nil {
+		if err := o.refresh(r, &r.shards[w]); err != nil {
 			return nil, err
 		}
 		o.replay(w)
 	}
 	// A shard that cannot be read further may hold the next item: stop.
-	if w := o.tree[0]; !r.stopped && w.has {
+	if w := o.tree[0]; !r.stopped && o.heads[w].has {
 		o.dirty = true
-		return w, nil
+		return &r.shards[w], nil
 	}
 	return nil, nil
 }
 
 // refresh finds the shard's head item and its key.
 func (o *ordered) refresh(r *run, sh *shardState) error {
+	h := &o.heads[sh.ord]
 	ok, err := r.head(sh)
-	if ok && err == nil {
-		err = o.parseKey(r, sh)
+	if ok && err == nil && o.skAttr != "" {
+		err = o.headKey(r, sh, h)
 	}
-	sh.has = ok && err == nil
+	h.has = ok && err == nil
 	return err
 }
 
-var noKey keyorder.Key
-
-// parseKey makes the shard's current item's key its head key.
-func (o *ordered) parseKey(r *run, sh *shardState) error {
-	if o.skAttr == "" {
-		sh.key = &noKey // no sort key: all equal, suffix decides
-		return nil
-	}
+// headKey makes the shard's current item's key its head key.
+func (o *ordered) headKey(r *run, sh *shardState, h *head) error {
 	k := &sh.keys[sh.i]
 	if o.kind == 0 {
 		o.kind = k.Kind()
 	} else if k.Kind() != o.kind {
 		return r.shardErr(sh.ord, fmt.Errorf("scatter: sort key %q is %c, other shards have %c", o.skAttr, k.Kind(), o.kind))
 	}
-	sh.key = k
+	h.key = *k
 	return nil
 }
 
-func (o *ordered) build(shards []shardState) {
-	k := len(shards)
-	o.tree = make([]*shardState, k)
-	win := make([]*shardState, 2*k)
-	for i := range shards {
-		win[k+i] = &shards[i]
+func (o *ordered) build() {
+	k := len(o.heads)
+	o.tree = make([]int32, k)
+	win := make([]int32, 2*k)
+	for i := range k {
+		win[k+i] = int32(i)
 	}
 	for i := k - 1; i >= 1; i-- {
 		a, b := win[2*i], win[2*i+1]
@@ -107,9 +112,9 @@ func (o *ordered) build(shards []shardState) {
 }
 
 // replay re-runs the matches on the path of shard w, whose head changed.
-func (o *ordered) replay(w *shardState) {
+func (o *ordered) replay(w int32) {
 	t := o.tree
-	for i := (len(t) + w.ord) / 2; i >= 1; i /= 2 {
+	for i := (len(t) + int(w)) / 2; i >= 1; i /= 2 {
 		if o.less(t[i], w) {
 			t[i], w = w, t[i]
 		}
@@ -120,18 +125,22 @@ func (o *ordered) replay(w *shardState) {
 // less orders shards by their head items: sort key, then suffix, both
 // reversed when descending (so a descending result is the reverse of the
 // ascending one); a shard without a head sorts last.
-func (o *ordered) less(a, b *shardState) bool {
-	if !a.has {
+func (o *ordered) less(a, b int32) bool {
+	ha, hb := &o.heads[a], &o.heads[b]
+	if !ha.has {
 		return false
 	}
-	if !b.has {
+	if !hb.has {
 		return true
 	}
-	// Keys hold their order-preserving prefix words, parsed with the page,
-	// so this rarely reads the items themselves.
-	c := a.key.Compare(b.key)
+	c := 0
+	if o.skAttr != "" {
+		// Keys hold their order-preserving prefix words, so this rarely
+		// reads the items themselves.
+		c = ha.key.Compare(&hb.key)
+	}
 	if c == 0 {
-		c = a.ord - b.ord
+		c = int(a - b)
 	}
 	if o.desc {
 		return c > 0

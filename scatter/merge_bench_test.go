@@ -90,11 +90,16 @@ func mergeAll(b *testing.B, p *plan, data [][][]map[string]types.AttributeValue)
 			return
 		}
 		next[sh.ord]++
-		keys, err := parseKeys(pages[i], "sk") // the request goroutine's share, counted here
+		// The request goroutine's share, counted here: the page copied into
+		// the shard's spare space and its keys parsed.
+		buf := sh.spare
+		sh.spare = page{}
+		items := append(buf.items[:0], pages[i]...)
+		keys, err := parseKeys(buf.keys, items, "sk")
 		if err != nil {
 			b.Fatal(err)
 		}
-		res := &result{ord: sh.ord, items: pages[i], keys: keys}
+		res := &result{ord: sh.ord, items: items, keys: keys}
 		if i+1 < len(pages) {
 			res.lek = pages[i][len(pages[i])-1] // stands in for LastEvaluatedKey
 		}
@@ -113,7 +118,7 @@ func mergeAll(b *testing.B, p *plan, data [][][]map[string]types.AttributeValue)
 	o := r.m.(*ordered)
 	for {
 		if o.dirty {
-			if sh := o.tree[0]; sh.i >= len(sh.items) && sh.pending == nil && !sh.done {
+			if sh := &r.shards[o.tree[0]]; sh.i >= len(sh.items) && sh.pending == nil && !sh.done {
 				feed(sh)
 			}
 		}

@@ -36,8 +36,9 @@ type run struct {
 		ok     bool
 	}
 
-	limit    int // items still wanted; -1: no limit
-	maxPgs   int // pages per shard; 0: no limit
+	tmpl     *dynamodb.QueryInput // what every request without a rendered range shares (see query)
+	limit    int                  // items still wanted; -1: no limit
+	maxPgs   int                  // pages per shard; 0: no limit
 	started  bool
 	probing  bool // more: one request per shard at most
 	stopped  bool // a shard needed a page it may not read
@@ -56,11 +57,12 @@ type shardState struct {
 	items []map[string]types.AttributeValue // current page
 	i     int                               // next item in items
 	keys  []keyorder.Key                    // sort keys of items, when parsed
+	spare page                              // a drained page's space, for the next request to fill
 	lek   map[string]types.AttributeValue   // LastEvaluatedKey of the current page
-	key   *keyorder.Key                     // ordered: &keys[i], or a zero Key without sort key
-	has   bool                              // ordered: items[i] is this shard's head
 
-	pending  *result // next page, arrived but not installed
+	vals     map[string]types.AttributeValue // its requests' ExpressionAttributeValues, without a rendered range
+	limitBuf int32                           // its request's Limit, pointed to by the request
+	pending  *result                         // next page, arrived but not installed
 	inflight bool
 	pages    int
 	probed   bool
@@ -75,6 +77,16 @@ type request struct {
 	ord int
 	in  *dynamodb.QueryInput
 	rng *keyRange // items outside it are dropped (see clip)
+	buf page      // space for the page, if large enough
+}
+
+// page is space for a page of items and their sort keys. A shard's
+// requests reuse the space of its page before last, drained: a shard
+// allocates only while its pages grow, and never writes to the slices
+// the client returned.
+type page struct {
+	items []map[string]types.AttributeValue
+	keys  []keyorder.Key
 }
 
 type result struct {
@@ -145,9 +157,10 @@ func (r *run) fetch(req request) result {
 	if r.s.addQuery(out) {
 		sig = adapt.Throttled
 	}
-	res := result{ord: req.ord, items: out.Items, lek: out.LastEvaluatedKey, signal: sig}
+	items := append(req.buf.items[:0], out.Items...)
+	res := result{ord: req.ord, items: items, lek: out.LastEvaluatedKey, signal: sig}
 	if (r.p.ordered || req.rng != nil) && r.p.skAttr != "" {
-		if res.keys, err = parseKeys(out.Items, r.p.skAttr); err != nil {
+		if res.keys, err = parseKeys(req.buf.keys, items, r.p.skAttr); err != nil {
 			return fail(err)
 		}
 	}
@@ -162,9 +175,15 @@ func (r *run) fetch(req request) result {
 // parseKeys parses every item's sort key. The request goroutine does it,
 // in parallel with the merge and while the fresh page is in cache, which
 // leaves the merge comparing compact keys instead of looking them up in
-// maps spread over memory.
-func parseKeys(items []map[string]types.AttributeValue, attr string) ([]keyorder.Key, error) {
-	keys := make([]keyorder.Key, len(items))
+// maps spread over memory. The keys go into buf when it is large enough
+// (the keys of the shard's page before last, drained), so that a shard
+// allocates key space only while its pages grow.
+func parseKeys(buf []keyorder.Key, items []map[string]types.AttributeValue, attr string) ([]keyorder.Key, error) {
+	keys := buf[:0]
+	if cap(keys) < len(items) {
+		keys = make([]keyorder.Key, len(items))
+	}
+	keys = keys[:len(items)]
 	for i, it := range items {
 		v, ok := it[attr]
 		if !ok {
@@ -224,22 +243,58 @@ func (r *run) launch(sh *shardState) bool {
 		return false
 	}
 	sh.probed = r.probing
+	limit := r.pageLimit(sh.pages)
 	sh.pages++
 	sh.inflight = true
-	r.fan.send(request{ord: sh.ord, in: r.p.input(sh.ord, sh.esk, sh.rng, r.pageLimit()), rng: sh.rng})
+	r.fan.send(request{ord: sh.ord, in: r.query(sh, limit), rng: sh.rng, buf: sh.spare})
+	sh.spare = page{}
 	return true
 }
 
-// pageLimit is a request's Limit: the query's PageSize and, for Page, one
-// item more than the page still needs, so that a shard that can fill the
-// page also tells whether anything follows.
-func (r *run) pageLimit() int32 {
+// query returns the shard's next Query. Requests without a rendered range
+// share the run's template (table, expressions, names) and the shard's
+// values, which the SDK only reads, so a request allocates only its
+// QueryInput. The Limit points into the shard's state: a shard has one
+// request at a time, and the next one is made after the last returned.
+func (r *run) query(sh *shardState, limit int32) *dynamodb.QueryInput {
+	if sh.rng != nil {
+		return r.p.input(sh.ord, sh.esk, sh.rng, limit)
+	}
+	if sh.vals == nil {
+		in := r.p.input(sh.ord, nil, nil, 0)
+		sh.vals = in.ExpressionAttributeValues
+		if r.tmpl == nil {
+			r.tmpl = in
+		}
+	}
+	in := new(dynamodb.QueryInput)
+	*in = *r.tmpl
+	in.ExpressionAttributeValues, in.ExclusiveStartKey = sh.vals, sh.esk
+	if limit > 0 {
+		sh.limitBuf = limit
+		in.Limit = &sh.limitBuf
+	}
+	return in
+}
+
+// pageLimit is the Limit of a shard's request after sent earlier ones:
+// Options.PageSize if set; for Page, one item more than the page still
+// needs, so that a shard that can fill the page also tells whether
+// anything follows; for All (and Count's merge), growing pages (see
+// growPage), unless a Filter is set: DynamoDB counts Limit before
+// filtering, so small pages would multiply the requests a selective filter
+// needs, and filtered reads ask for DynamoDB's 1 MB page throughout.
+func (r *run) pageLimit(sent int) int32 {
 	limit := r.p.o.PageSize
 	if r.limit >= 0 {
 		want := int32(min(r.limit, math.MaxInt32-1) + 1)
 		if limit == 0 || want < limit {
 			limit = want
 		}
+		return limit
+	}
+	if limit == 0 && r.p.filter == "" {
+		limit = growPage(sent, len(r.shards))
 	}
 	return limit
 }
@@ -319,10 +374,12 @@ func (r *run) next() (Item, bool, error) {
 // take returns the shard's current item and moves past it.
 func (r *run) take(sh *shardState) Item {
 	it := sh.items[sh.i]
+	sh.items[sh.i] = nil // the caller's now: the page no longer holds it
 	sh.i++
 	sh.pos = it
 	r.last, r.lastItem = sh, it
 	if sh.i == len(sh.items) {
+		sh.spare = page{items: sh.items[:0], keys: sh.keys[:0]}
 		sh.items, sh.keys, sh.i = nil, nil, 0
 		if sh.lek != nil {
 			sh.readTo = sh.lek
@@ -386,4 +443,35 @@ func (r *run) more() (bool, error) {
 		}
 	}
 	return r.stopped, nil
+}
+
+// Growing pages: what All asks of each shard at the default PageSize.
+const (
+	// firstPage is the Limit of each shard's first Query: small, so that
+	// every shard's first page, which the ordered merge needs before its
+	// first item, comes back after about one round trip, and large enough
+	// that a shard of a hundred items is read in one Query.
+	firstPage = 100
+	// Each later Query asks for growFactor times the one before, up to
+	// pageCap(N) items.
+	growFactor = 4
+	// pageBudget and minPageCap set pageCap: a call holds at most two
+	// pages per shard, so at most 2 × max(pageBudget, N × minPageCap) items.
+	pageBudget = 32768
+	minPageCap = 256
+)
+
+// pageCap is the most items a Query of a call over n shards asks for.
+func pageCap(n int) int { return max(minPageCap, pageBudget/max(n, 1)) }
+
+// growPage is the Limit of a shard's request after sent earlier ones, in
+// a call over n shards.
+func growPage(sent, n int) int32 {
+	size, limit := firstPage, pageCap(n)
+	for range sent {
+		if size *= growFactor; size >= limit {
+			return int32(limit)
+		}
+	}
+	return int32(min(size, limit))
 }

@@ -87,9 +87,13 @@ type Options struct {
 	// the merge's waiting for the slowest shard.
 	Unordered bool
 	// PageSize is the Limit of each Query request: the items DynamoDB
-	// reads per page, before filtering. Zero means DynamoDB's 1 MB page;
-	// negative is invalid. A smaller page bounds memory (N × two pages at
-	// most) and, for Page, over-reading.
+	// reads per page, before filtering. Zero lets the call choose: All
+	// grows its pages from 100 items to max(256, 32,768 / N), or, with a
+	// Filter, reads DynamoDB's 1 MB pages; Page asks each shard for one
+	// item more than the page still needs (see the package doc's
+	// "Concurrency and memory"). Negative is invalid. A call holds at most
+	// two pages per shard, so PageSize bounds memory (N × 2 × PageSize
+	// items) and, for Page, over-reading.
 	PageSize int32
 
 	// KeyCondition is a condition on the layout's sort key alone, in one
