@@ -55,8 +55,11 @@ type benchConfig struct {
 	// 2: day reads.
 	readNs    []int
 	readItems int // items per shard
-	reps      int
-	latency   time.Duration
+	// streamItems is the items per shard of the streaming read at the
+	// largest N (0: none).
+	streamItems int
+	reps        int
+	latency     time.Duration
 
 	// 3: merge.
 	mergeShards, mergeItems int
@@ -98,6 +101,7 @@ var quickDefaults = map[string]string{
 	"warmup":       "500ms",
 	"read-n":       "8,64,200",
 	"read-items":   "5",
+	"stream-items": "100",
 	"reps":         "3",
 	"merge-items":  "500",
 	"merge-time":   "1s",
@@ -178,6 +182,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.IntVar(&cfg.workers, "workers", 4, "scenario 1: concurrent writers per shard (at least 8 in all)")
 	readNs := fs.String("read-n", "8,16,32,64,128,200", "scenario 2: shard counts N")
 	fs.IntVar(&cfg.readItems, "read-items", 20, "scenario 2: items per shard")
+	fs.IntVar(&cfg.streamItems, "stream-items", 1000, "scenario 2: items per shard of the streaming read (first item, heap) at the largest -read-n; 0 skips it")
 	fs.IntVar(&cfg.reps, "reps", 5, "scenario 2: timed reads per N and method (the median is reported)")
 	fs.DurationVar(&cfg.latency, "latency", 5*time.Millisecond, "scenario 2: latency added to every request")
 	fs.IntVar(&cfg.mergeShards, "merge-shards", 200, "scenario 3: shards merged")
@@ -284,6 +289,9 @@ func (c *benchConfig) check(scen, writeNs, readNs, partNs string) error {
 		if f.v < 1 {
 			return fmt.Errorf("-%s %d: want at least 1", f.name, f.v)
 		}
+	}
+	if c.streamItems < 0 {
+		return fmt.Errorf("-stream-items %d: want 0 or more", c.streamItems)
 	}
 	if c.duration <= 0 || c.warmup < 0 || c.latency < 0 || c.burst < 0 || c.backoff < 0 || c.mergeTime < 0 || c.partBurst < 0 {
 		return fmt.Errorf("durations must not be negative (and -duration positive)")

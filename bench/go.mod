@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
 	github.com/dynashard/dynashard v0.0.0-00010101000000-000000000000
 	github.com/google/go-cmp v0.7.0
+	golang.org/x/sync v0.22.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -28,7 +29,6 @@ require (
 	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -22,18 +23,20 @@ import (
 // page of 1 KB items.
 const mergePage = 1000
 
-// replay answers scatter's Queries from pages held in memory, shaped as
-// DynamoDB returns them (each shard's items in sort-key order, 1,000 to a
-// page, LastEvaluatedKey on every page but the last). It exists to time the
-// library's own work per item, with no server, network or SDK decoding in
-// the figure; every other scenario goes through a real server.
+// replay answers scatter's Queries from items held in memory, shaped as
+// DynamoDB returns them: each shard's items in sort-key order, at most
+// 1,000 to a page (about DynamoDB's 1 MB page of 1 KB items) or the
+// request's Limit if smaller, LastEvaluatedKey on every page but the last.
+// It exists to time the library's own work per item, with no server,
+// network or SDK decoding in the figure; every other scenario goes through
+// a real server.
 type replay struct {
-	pages map[string][]*dynamodb.QueryOutput // by physical key
-	next  map[string]map[string]int          // physical key → LastEvaluatedKey's sk → next page
+	items map[string][]map[string]types.AttributeValue // by physical key, in order
+	at    map[string]map[string]int                    // physical key → sk → index in items
 }
 
 func newReplay(base string, shards, perShard int) *replay {
-	r := &replay{pages: map[string][]*dynamodb.QueryOutput{}, next: map[string]map[string]int{}}
+	r := &replay{items: map[string][]map[string]types.AttributeValue{}, at: map[string]map[string]int{}}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for s := 1; s <= shards; s++ {
 		pk := shard.Key(base, s)
@@ -43,27 +46,19 @@ func newReplay(base string, shards, perShard int) *replay {
 				rng.IntN(24), rng.IntN(60), rng.IntN(60), rng.IntN(1000), rng.IntN(1_000_000))
 		}
 		slices.Sort(sks)
-		r.next[pk] = map[string]int{}
-		for len(sks) > 0 {
-			k := min(mergePage, len(sks))
-			out := &dynamodb.QueryOutput{Count: int32(k), ScannedCount: int32(k)}
-			for _, sk := range sks[:k] {
-				// Fresh copies, as the SDK makes when it decodes a page: the
-				// keys were generated before sorting, and reusing their bytes
-				// would scatter them over memory in an order no response has.
-				out.Items = append(out.Items, map[string]types.AttributeValue{
-					"pk": &types.AttributeValueMemberS{Value: pk},
-					"sk": &types.AttributeValueMemberS{Value: strings.Clone(sk)},
-				})
-			}
-			sks = sks[k:]
-			if len(sks) > 0 {
-				last := out.Items[k-1]
-				out.LastEvaluatedKey = map[string]types.AttributeValue{"pk": last["pk"], "sk": last["sk"]}
-				r.next[pk][last["sk"].(*types.AttributeValueMemberS).Value] = len(r.pages[pk]) + 1
-			}
-			r.pages[pk] = append(r.pages[pk], out)
+		r.at[pk] = map[string]int{}
+		items := make([]map[string]types.AttributeValue, 0, perShard)
+		for i, sk := range sks {
+			// Fresh copies, as the SDK makes when it decodes a page: the
+			// keys were generated before sorting, and reusing their bytes
+			// would scatter them over memory in an order no response has.
+			items = append(items, map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: pk},
+				"sk": &types.AttributeValueMemberS{Value: strings.Clone(sk)},
+			})
+			r.at[pk][sk] = i
 		}
+		r.items[pk] = items
 	}
 	return r
 }
@@ -74,18 +69,29 @@ func (r *replay) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dy
 		if !ok {
 			continue
 		}
-		pages, ok := r.pages[s.Value]
+		items, ok := r.items[s.Value]
 		if !ok {
 			continue
 		}
-		i := 0
+		start := 0
 		if esk, ok := in.ExclusiveStartKey["sk"].(*types.AttributeValueMemberS); ok {
-			if i, ok = r.next[s.Value][esk.Value]; !ok {
-				return nil, fmt.Errorf("replay: no page after %q in %q", esk.Value, s.Value)
+			i, ok := r.at[s.Value][esk.Value]
+			if !ok {
+				return nil, fmt.Errorf("replay: no item %q in %q", esk.Value, s.Value)
 			}
+			start = i + 1
 		}
-		out := *pages[i]
-		return &out, nil
+		n := mergePage
+		if in.Limit != nil {
+			n = min(n, int(*in.Limit))
+		}
+		n = min(n, len(items)-start)
+		out := &dynamodb.QueryOutput{Items: items[start : start+n : start+n], Count: int32(n), ScannedCount: int32(n)}
+		if start+n < len(items) {
+			last := items[start+n-1]
+			out.LastEvaluatedKey = map[string]types.AttributeValue{"pk": last["pk"], "sk": last["sk"]}
+		}
+		return out, nil
 	}
 	return nil, errors.New("replay: query for an unknown key")
 }
@@ -98,6 +104,24 @@ func (r *replay) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynam
 
 func (r *replay) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	return nil, errors.New("replay: BatchGetItem not recorded")
+}
+
+// checkOrder counts the items of an ordered read, checking their order.
+func checkOrder(seq iter.Seq2[scatter.Item, error]) (int, error) {
+	n := 0
+	var prev string
+	for it, err := range seq {
+		if err != nil {
+			return n, err
+		}
+		sk := it.Attrs["sk"].(*types.AttributeValueMemberS).Value
+		if sk < prev {
+			return n, fmt.Errorf("merge out of order: %q after %q", sk, prev)
+		}
+		prev = sk
+		n++
+	}
+	return n, nil
 }
 
 // merge is scenario 3: what merging costs per item, the library's heap
@@ -117,14 +141,15 @@ func (b *bencher) merge(ctx context.Context) (*section, error) {
 
 	sec := &section{title: "Merge"}
 	sec.intro = append(sec.intro, fmt.Sprintf(
-		"%d shards × %d items (%d in all, string sort keys), each shard's items in order in pages of %d, as Query returns them. "+
+		"%d shards × %d items (%d in all, string sort keys), each shard's items in order in pages of at most %d or the request's Limit, as Query returns them "+
+			"(scatter.All's default pages grow from 100 items to %d at N = %d). "+
 			"To time the library's own work per item, the pages are served from memory: no server, network or SDK decoding "+
-			"is in these figures (scenario 2 has the end-to-end times). *heap merge*: scatter.All, ordered. "+
+			"is in these figures (scenario 2 has the end-to-end times). *heap merge*: scatter.All, ordered; *PageSize %d*: the same with whole 1,000-item pages. "+
 			"*collect and sort*: scatter.All with Unordered, then a stable sort of every item by sort key "+
 			"(internal/keyorder, parsed once per item). *no order*: scatter.All with Unordered alone, the fan-out's cost "+
 			"without any ordering. Each method runs for at least %s; cpu-ns counts every thread of the process (the garbage "+
 			"collector's too) and, on a shared machine, is the fairer figure: wall time there includes waiting for a core.",
-		c.mergeShards, c.mergeItems, total, mergePage, c.mergeTime))
+		c.mergeShards, c.mergeItems, total, mergePage, max(256, 32768/c.mergeShards), c.mergeShards, mergePage, c.mergeTime))
 	t := sec.table("method", "ns/item", "cpu-ns/item", "allocs/item", "bytes/item", "runs")
 
 	type keyed struct {
@@ -135,21 +160,9 @@ func (b *bencher) merge(ctx context.Context) (*section, error) {
 		name string
 		run  func(ctx context.Context) (int, error)
 	}{
-		{"heap merge (scatter.All)", func(ctx context.Context) (int, error) {
-			n := 0
-			var prev string
-			for it, err := range sc.All(ctx, base) {
-				if err != nil {
-					return n, err
-				}
-				sk := it.Attrs["sk"].(*types.AttributeValueMemberS).Value
-				if sk < prev {
-					return n, fmt.Errorf("merge out of order: %q after %q", sk, prev)
-				}
-				prev = sk
-				n++
-			}
-			return n, nil
+		{"heap merge (scatter.All)", func(ctx context.Context) (int, error) { return checkOrder(sc.All(ctx, base)) }},
+		{fmt.Sprintf("heap merge, PageSize %d (scatter.All)", mergePage), func(ctx context.Context) (int, error) {
+			return checkOrder(sc.All(ctx, base, func(o *scatter.Options) { o.PageSize = mergePage }))
 		}},
 		{"collect and sort", func(ctx context.Context) (int, error) {
 			all := make([]keyed, 0, total)
@@ -207,7 +220,7 @@ func (b *bencher) merge(ctx context.Context) (*section, error) {
 		switch m.name {
 		case methods[0].name:
 			heapNs = wall
-		case methods[1].name:
+		case methods[2].name:
 			sortNs = wall
 		}
 		t.row(m.name, fmt.Sprintf("%.0f", wall), fmt.Sprintf("%.0f", float64((s1.self-s0.self).Nanoseconds())/items),

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 
@@ -22,6 +23,7 @@ import (
 type readResult struct {
 	n, items   int
 	sequential time.Duration // one Query after another over the suffixes
+	errgroup   time.Duration // one goroutine per shard (errgroup, limit 32), then a sort
 	scatter    time.Duration // scatter.All, default MaxConcurrency
 	unbounded  time.Duration // scatter.All, MaxConcurrency N
 	roundTrip  time.Duration // one Query of one shard: the lower bound
@@ -43,12 +45,14 @@ func (b *bencher) reads(ctx context.Context) (*section, error) {
 	sec.intro = append(sec.intro, fmt.Sprintf(
 		"A day of about %d items per shard (230 bytes each), sharded with shard.Hash(N), read whole; the proxy adds %s to "+
 			"every request. *sequential*: one Query per suffix in turn (paginated), then a sort: the naive loop. "+
+			"*errgroup + sort*: what a user writes by hand instead (with guregu/dynamo, say): an errgroup with limit %d, "+
+			"one goroutine per shard paginating its Query, then a stable sort of everything. "+
 			"*scatter*: scatter.All with the default MaxConcurrency (min(N, %d)), items merged in sort-key order. "+
 			"*scatter, MaxConcurrency N*: every shard at once. *one round trip*: a single Query of one shard, the lower bound "+
-			"for any read. Medians of %d reads each, after one untimed read; milliseconds.",
-		c.readItems, c.latency, scatter.DefaultMaxConcurrency, c.reps))
-	t := sec.table("N", "items", "sequential", "scatter", "scatter, MaxConcurrency N", "one round trip",
-		"speed-up (sequential ÷ scatter)", "scatter ÷ round trip", "client CPU", "server CPU", "machine CPU")
+			"for any read. Medians of %d reads each, after one untimed read, the methods taking turns; milliseconds.",
+		c.readItems, c.latency, scatter.DefaultMaxConcurrency, scatter.DefaultMaxConcurrency, c.reps))
+	t := sec.table("N", "items", "sequential", "errgroup + sort", "scatter", "scatter, MaxConcurrency N", "one round trip",
+		"speed-up (sequential ÷ scatter)", "scatter ÷ errgroup", "scatter ÷ round trip", "client CPU", "server CPU", "machine CPU")
 	var results []readResult
 	for _, n := range c.readNs {
 		r, err := b.readStep(ctx, endpoint, direct, table, n)
@@ -56,8 +60,9 @@ func (b *bencher) reads(ctx context.Context) (*section, error) {
 			return sec, err
 		}
 		results = append(results, r)
-		t.row(append([]string{fmt.Sprint(n), fmt.Sprint(r.items), ms(r.sequential), ms(r.scatter), ms(r.unbounded), ms(r.roundTrip),
+		t.row(append([]string{fmt.Sprint(n), fmt.Sprint(r.items), ms(r.sequential), ms(r.errgroup), ms(r.scatter), ms(r.unbounded), ms(r.roundTrip),
 			fmt.Sprintf("%.1f×", float64(r.sequential)/float64(r.scatter)),
+			fmt.Sprintf("%.2f×", float64(r.scatter)/float64(r.errgroup)),
 			fmt.Sprintf("%.1f", float64(r.scatter)/float64(r.roundTrip))}, r.cpu.cells()...)...)
 	}
 	if len(results) > 0 {
@@ -74,6 +79,11 @@ func (b *bencher) reads(ctx context.Context) (*section, error) {
 					"the proxy and the server, so at large N a scatter is bound by CPU per request rather than by the "+
 					"%s of added latency, and the gap to one round trip measures this machine more than the library.",
 				pct(last.cpu.machine), c.latency))
+		}
+	}
+	if c.streamItems > 0 {
+		if err := b.stream(ctx, sec, endpoint, direct, table, slices.Max(c.readNs)); err != nil {
+			return sec, err
 		}
 	}
 	sec.plot = &plotSpec{file: "reads", alt: "scatter latency vs N against the sequential loop", draw: func() (*plot.Plot, error) {
@@ -182,6 +192,10 @@ func (b *bencher) readStep(ctx context.Context, endpoint string, direct *dynamod
 		})
 		return len(all), nil
 	}
+	errgroupRead := func(ctx context.Context) (int, error) {
+		all, err := errgroupSort(ctx, cl, table, base, n)
+		return len(all), err
+	}
 	roundTrip := func(ctx context.Context) (int, error) {
 		out, err := cl.Query(ctx, queryInput(table, shard.Key(base, 1), nil))
 		if err != nil {
@@ -193,20 +207,25 @@ func (b *bencher) readStep(ctx context.Context, endpoint string, direct *dynamod
 	r = readResult{n: n, items: total}
 	s0 := sampleCPU()
 	defer func() { r.cpu = cpuBetween(s0, sampleCPU()) }()
-	for _, m := range []struct {
+	methods := []struct {
 		name  string
 		read  func(context.Context) (int, error)
 		dst   *time.Duration
 		whole bool
+		times []time.Duration
 	}{
-		{"sequential", sequential, &r.sequential, true},
-		{"scatter", scatterRead(def), &r.scatter, true},
-		{"scatter, MaxConcurrency N", scatterRead(all), &r.unbounded, true},
-		{"one round trip", roundTrip, &r.roundTrip, false},
-	} {
-		b.prog.status(fmt.Sprintf("N=%d: %s", n, m.name))
-		var times []time.Duration
-		for i := range c.reps + 1 {
+		{name: "sequential", read: sequential, dst: &r.sequential, whole: true},
+		{name: "errgroup + sort", read: errgroupRead, dst: &r.errgroup, whole: true},
+		{name: "scatter", read: scatterRead(def), dst: &r.scatter, whole: true},
+		{name: "scatter, MaxConcurrency N", read: scatterRead(all), dst: &r.unbounded, whole: true},
+		{name: "one round trip", read: roundTrip, dst: &r.roundTrip},
+	}
+	// The methods take turns, so that a change in the machine's load
+	// between them shows in every method's reads, not in one's.
+	for i := range c.reps + 1 {
+		for j := range methods {
+			m := &methods[j]
+			b.prog.status(fmt.Sprintf("N=%d: %s", n, m.name))
 			start := time.Now()
 			got, err := m.read(ctx)
 			d := time.Since(start)
@@ -217,12 +236,38 @@ func (b *bencher) readStep(ctx context.Context, endpoint string, direct *dynamod
 				return r, fmt.Errorf("read at N=%d, %s: %d items, want %d", n, m.name, got, total)
 			}
 			if i > 0 { // the first read warms connections and caches
-				times = append(times, d)
+				m.times = append(m.times, d)
 			}
 		}
-		*m.dst = median(times)
+	}
+	for _, m := range methods {
+		*m.dst = median(m.times)
 	}
 	return r, nil
+}
+
+// errgroupSort is the read a user writes by hand: one goroutine per shard
+// (an errgroup limited to scatter.DefaultMaxConcurrency), each paginating
+// its Query to the end, then a stable sort of every item by sort key.
+func errgroupSort(ctx context.Context, cl *dynamodb.Client, table, base string, n int) ([]map[string]types.AttributeValue, error) {
+	per := make([][]map[string]types.AttributeValue, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(scatter.DefaultMaxConcurrency)
+	for s := 1; s <= n; s++ {
+		g.Go(func() error {
+			got, err := queryAll(gctx, cl, table, shard.Key(base, s))
+			per[s-1] = got
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	all := slices.Concat(per...)
+	slices.SortStableFunc(all, func(a, b map[string]types.AttributeValue) int {
+		return strings.Compare(a["sk"].(*types.AttributeValueMemberS).Value, b["sk"].(*types.AttributeValueMemberS).Value)
+	})
+	return all, nil
 }
 
 // queryAll reads every item of one physical key, page by page.
