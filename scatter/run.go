@@ -25,6 +25,7 @@ type run struct {
 	ctx    context.Context // cancelled by close
 	cancel context.CancelFunc
 	parent context.Context // the caller's
+	done   <-chan struct{} // parent.Done(), looked up once
 	fan    fanout
 	lim    *adapt.Limiter // the fan-out's limit on requests in flight
 	learnt bool           // lim started at the Scatter's learned limit
@@ -62,7 +63,8 @@ type shardState struct {
 
 	vals     map[string]types.AttributeValue // its requests' ExpressionAttributeValues, without a rendered range
 	limitBuf int32                           // its request's Limit, pointed to by the request
-	pending  *result                         // next page, arrived but not installed
+	pending  *result                         // next page, arrived but not installed: &arrival or nil
+	arrival  result                          // where the next page is parked (a shard has one at a time)
 	inflight bool
 	pages    int
 	probed   bool
@@ -104,7 +106,7 @@ func (s *Scatter) newRun(ctx context.Context, p *plan, from resume, limit, maxPa
 	ctx, cancel := context.WithCancel(ctx)
 	n := len(p.suffixes)
 	r := &run{
-		s: s, p: p, ctx: ctx, cancel: cancel, parent: parent,
+		s: s, p: p, ctx: ctx, cancel: cancel, parent: parent, done: parent.Done(),
 		m:      newMerger(p),
 		shards: make([]shardState, n),
 		from:   from.def,
@@ -315,7 +317,8 @@ func (r *run) wait() error {
 			return res.err
 		}
 	}
-	sh.pending = &res
+	sh.arrival = res
+	sh.pending = &sh.arrival
 	r.m.arrived(sh)
 	return nil
 }
@@ -323,8 +326,8 @@ func (r *run) wait() error {
 // install makes the shard's pending page current. Call only when the
 // current page is drained.
 func (r *run) install(sh *shardState) {
-	res := sh.pending
-	sh.pending = nil
+	res := *sh.pending
+	sh.pending, sh.arrival = nil, result{}
 	if res.err != nil { // only under Options.Partial
 		sh.failed = true
 		r.failures = append(r.failures, res.err.(*ShardError))
@@ -351,7 +354,7 @@ func (r *run) next() (Item, bool, error) {
 		return Item{}, false, nil
 	}
 	select {
-	case <-r.parent.Done():
+	case <-r.done:
 		// Items already fetched are not worth returning after a cancel.
 		return Item{}, false, r.parent.Err()
 	default:
