@@ -58,12 +58,10 @@ func (s *Store) Delete(ctx context.Context, key Key, optFns ...func(*Options)) e
 			return fmt.Errorf("chunk: delete %v: %w", key, err)
 		}
 		// Either way cur.version is no longer current, and since versions
-		// are never reused it never will be again: its chunks are garbage.
-		if !s.opts.RetainOld && cur.chunks > 0 {
-			s.deleteChunks(ctx, prefix, cur.version, cur.chunks)
-		}
-		if !s.opts.RetainOld && cur.object != "" {
-			s.deleteObject(ctx, cur.object)
+		// are never reused it never will be again: its stored bytes are
+		// garbage.
+		if !s.opts.RetainOld {
+			s.drop(ctx, prefix, cur.placement)
 		}
 		if err == nil {
 			return nil

@@ -135,8 +135,12 @@
 // of stored bytes bounds how many such requests are in flight at once: two
 // at the default ChunkSize, at least one, at most Options.MaxConcurrency. The next window is fetched
 // only once the last one has been read, so a Reader holds at most 32 MiB of
-// chunks; Get holds the payload it returns besides, in a buffer that grows
-// with the bytes that arrive. A parent whose sizes contradict each other or
+// chunks. Get keeps what it has read instead (the chunks themselves, for
+// a payload stored raw) until the payload is whole and verified, then
+// copies it into the payload it returns, allocated once at its length: its
+// memory follows the bytes that arrive (twice the payload at the end, as
+// for any loop of BatchGetItem that returns one buffer), never the size a
+// parent claims. A parent whose sizes contradict each other or
 // its chunk count is a *CorruptError before any chunk is read. Chunks are
 // read eventually consistently (they never change once written); a missing
 // one is read again consistently, then the parent is read again,

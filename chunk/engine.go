@@ -30,15 +30,10 @@ func (s *Store) batchOptions(consistent bool) func(*batch.Options) {
 	}
 }
 
-// putChunks writes the chunks seq yields, parallel and retried.
-func (s *Store) putChunks(ctx context.Context, parentKey types.AttributeValue, seq iter.Seq[chunkWrite]) error {
+// putItems writes the chunk items seq yields, parallel and retried.
+func (s *Store) putItems(ctx context.Context, seq iter.Seq[map[string]types.AttributeValue]) error {
 	writes := func(yield func(batch.Write) bool) {
-		for c := range seq {
-			item := map[string]types.AttributeValue{
-				s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: c.key},
-				attrData:                 &types.AttributeValueMemberB{Value: c.data},
-				attrParent:               parentKey,
-			}
+		for item := range seq {
 			if !yield(batch.Write{Table: s.chunks, Put: item}) {
 				return
 			}
@@ -48,24 +43,12 @@ func (s *Store) putChunks(ctx context.Context, parentKey types.AttributeValue, s
 	return err
 }
 
-// deleteChunks deletes chunks 1..n of a version. It is best effort: what it
-// cannot delete is an orphan that Sweep removes.
-func (s *Store) deleteChunks(ctx context.Context, prefix, version string, n int) error {
-	return s.deleteSeq(ctx, func(yield func(string) bool) {
-		for seq := 1; seq <= n; seq++ {
-			if !yield(chunkKey(prefix, version, seq)) {
-				return
-			}
-		}
-	})
-}
-
-// deleteSeq deletes the chunk items with the keys seq yields.
-func (s *Store) deleteSeq(ctx context.Context, keys iter.Seq[string]) error {
+// deleteItems deletes the chunk items with the given keys, parallel and
+// retried.
+func (s *Store) deleteItems(ctx context.Context, keys []string) error {
 	writes := func(yield func(batch.Write) bool) {
-		for k := range keys {
-			key := map[string]types.AttributeValue{s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: k}}
-			if !yield(batch.Write{Table: s.chunks, Delete: key}) {
+		for _, k := range keys {
+			if !yield(batch.Write{Table: s.chunks, Delete: s.chunkItemKey(k)}) {
 				return
 			}
 		}
@@ -74,22 +57,23 @@ func (s *Store) deleteSeq(ctx context.Context, keys iter.Seq[string]) error {
 	return err
 }
 
+// chunkItemKey is the primary key of the chunk item with key k.
+func (s *Store) chunkItemKey(k string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: k}}
+}
+
 // groupSize is how many chunk items of up to item bytes one BatchGetItem
 // request can return whole: 40 at the default ChunkSize.
 func groupSize(item int64) int {
 	return int(max(1, min(maxBatchGetKeys, maxBatchGetBytes/item)))
 }
 
-// getChunks reads the chunks with the given keys, group keys per request,
-// and returns the data of those that exist by key: from attribute Data, or
-// for guide chunks from Options.Guide's data attribute. The groups are
+// getItems reads the chunk items with the given keys, group keys per
+// request, and returns attribute attr of those that exist, by key, as
+// bytes of type typ (nil where it is not of that type). The groups are
 // read on goroutines of their own; a panic on one (in the Client) is
 // raised again in the caller's goroutine once all have ended.
-func (s *Store) getChunks(ctx context.Context, keys []string, group int, consistent, guide bool) (map[string][]byte, error) {
-	attr, typ := attrData, types.ScalarAttributeTypeB
-	if guide {
-		attr, typ = s.opts.Guide.DataAttribute, s.opts.Guide.DataType
-	}
+func (s *Store) getItems(ctx context.Context, keys []string, group int, consistent bool, attr string, typ types.ScalarAttributeType) (map[string][]byte, error) {
 	found := make(map[string][]byte, len(keys))
 	var (
 		mu       sync.Mutex
@@ -103,9 +87,7 @@ func (s *Store) getChunks(ctx context.Context, keys []string, group int, consist
 			defer panicked.Recover(&err)
 			req := make([]batch.Key, len(part))
 			for i, k := range part {
-				req[i] = batch.Key{Table: s.chunks, Key: map[string]types.AttributeValue{
-					s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: k},
-				}}
+				req[i] = batch.Key{Table: s.chunks, Key: s.chunkItemKey(k)}
 			}
 			items, _, err := batch.Get(gctx, s.c, req, func(o *batch.Options) {
 				s.batchOptions(consistent)(o)

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -294,71 +293,4 @@ func (s *Store) parseGuideParent(key Key, item map[string]types.AttributeValue) 
 		p.Attributes[name] = av
 	}
 	return p, true, nil, true
-}
-
-// parseCurrent decodes the projection readCurrent reads, in either layout.
-func (s *Store) parseCurrent(key Key, item map[string]types.AttributeValue) (current, error) {
-	var c current
-	switch v := item[attrVersion].(type) {
-	case *types.AttributeValueMemberS:
-		c = current{exists: true, version: v.Value, value: v}
-	case *types.AttributeValueMemberN:
-		if s.opts.Guide == nil {
-			return current{}, &CorruptError{Key: key, Version: v.Value,
-				Reason: "parent item: " + attrVersion + " is a number, as in the guide's layout: set Options.Guide to write it"}
-		}
-		version, err := canonicalNumber(v.Value)
-		if err != nil {
-			return current{}, &CorruptError{Key: key, Reason: fmt.Sprintf("parent item: %s = %q", attrVersion, v.Value)}
-		}
-		c = current{exists: true, version: version, value: v}
-	default:
-		// The guide's short message: a payload with no version at all.
-		if g := s.opts.Guide; g != nil && item[g.InlineAttribute] != nil {
-			c.exists = true
-		}
-		return c, nil
-	}
-	if n, ok := asN(item[attrCount]); ok {
-		c.chunks, _ = strconv.Atoi(n.Value)
-	}
-	switch p := item[attrPrev].(type) {
-	case *types.AttributeValueMemberS:
-		c.prev = p.Value
-	case *types.AttributeValueMemberN:
-		c.prev, _ = canonicalNumber(p.Value)
-	}
-	return c, nil
-}
-
-// condition is what a flip requires of the parent: still this version (of
-// its type), or still no version.
-func (c current) condition() expression.ConditionBuilder {
-	version := expression.NameNoDotSplit(attrVersion)
-	if c.value == nil {
-		return expression.AttributeNotExists(version)
-	}
-	return version.Equal(expression.Value(c.value))
-}
-
-// deleteCondition and deleteValues are condition for Delete's request,
-// whose placeholder for ChunkVersion is #v.
-func (c current) deleteCondition() string {
-	if c.value == nil {
-		return "attribute_not_exists(#v)"
-	}
-	return "#v = :v"
-}
-
-func (c current) deleteValues() map[string]types.AttributeValue {
-	if c.value == nil {
-		return nil
-	}
-	return map[string]types.AttributeValue{":v": c.value}
-}
-
-// getChunks reads chunks of the Reader's version: from the attribute of
-// the layout its parent is in.
-func (r *Reader) getChunks(keys []string, group int, consistent bool) (map[string][]byte, error) {
-	return r.s.getChunks(r.ctx, keys, group, consistent, r.p.guide)
 }

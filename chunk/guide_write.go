@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"strconv"
 	"unicode/utf8"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/dynashard/dynashard/internal/batch"
 )
 
 // chunkSource is what Put reads a payload from: a source, or a runeSource over
@@ -155,8 +152,9 @@ func (w *write) reserve(ctx context.Context) error {
 // guideUpdate is parentUpdate for the guide's layout: ChunkVersion as a
 // number, ChunkCount only for a chunked payload, the payload inline in
 // Options.Guide's attribute otherwise, and ChunkPrevious (which readers of
-// the guide ignore) to settle a lost flip response. This package's other
-// attributes go, unless Guide.Checksum keeps length and checksum.
+// the guide ignore) to decide the outcome of a lost flip response. This
+// package's other attributes go, unless Guide.Checksum keeps length and
+// checksum.
 func (w *write) guideUpdate() (set map[string]types.AttributeValue, remove []string) {
 	g := w.s.opts.Guide
 	version := types.AttributeValue(&types.AttributeValueMemberN{Value: w.version})
@@ -197,28 +195,6 @@ func (w *write) guideUpdate() (set map[string]types.AttributeValue, remove []str
 		setOrRemove(name, v)
 	}
 	return set, remove
-}
-
-// writeChunkItems writes the chunks seq yields in the layout Put writes.
-func (s *Store) writeChunkItems(ctx context.Context, parentKey types.AttributeValue, seq iter.Seq[chunkWrite]) error {
-	if !s.guideWrites() {
-		return s.putChunks(ctx, parentKey, seq)
-	}
-	g := s.opts.Guide
-	writes := func(yield func(batch.Write) bool) {
-		for c := range seq {
-			item := map[string]types.AttributeValue{
-				s.opts.ChunkKeyAttribute: &types.AttributeValueMemberS{Value: c.key},
-				g.DataAttribute:          typed(g.DataType, c.data),
-				attrParent:               parentKey, // ignored by readers of the guide
-			}
-			if !yield(batch.Write{Table: s.chunks, Put: item}) {
-				return
-			}
-		}
-	}
-	_, err := batch.WriteSeq(ctx, s.c, writes, s.batchOptions(false))
-	return err
 }
 
 // Migrate rewrites the payload stored under key in the layout this Store's

@@ -1,7 +1,7 @@
 package chunk
 
 import (
-	"cmp"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,18 +10,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynashard/dynashard/internal/attempts"
-	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
-	"github.com/dynashard/dynashard/internal/parentio"
 )
 
 // PutOptions are per-call settings of Put and PutReader. The zero value
@@ -73,10 +67,7 @@ func (s *Store) Put(ctx context.Context, key Key, data []byte, optFns ...func(*P
 	if err := s.checkText(key, data); err != nil {
 		return Info{}, err
 	}
-	if s.offloads(int64(len(data))) {
-		return s.putObject(ctx, "Put", key, newBytesSource(data, s.opts), optFns)
-	}
-	return s.put(ctx, "Put", key, newBytesSource(data, s.opts), optFns)
+	return s.put(ctx, "Put", key, newBytesSource(data, s.opts), s.offloads(int64(len(data))), optFns)
 }
 
 // PutReader is Put for a payload of unknown length, read from r until
@@ -100,45 +91,36 @@ func (s *Store) PutReader(ctx context.Context, key Key, r io.Reader, optFns ...f
 	if l, ok := r.(interface{ Len() int }); ok && int64(l.Len()) > s.opts.MaxSize {
 		return Info{}, fmt.Errorf("%w: key %v: payload of %d bytes, MaxSize %d", ErrTooLarge, key, l.Len(), s.opts.MaxSize)
 	}
-	if s.opts.Objects != nil {
-		return s.putReaderObject(ctx, key, r, optFns)
-	}
-	return s.put(ctx, "PutReader", key, newReaderSource(r, s.opts, s.opts.MaxSize), optFns)
-}
-
-// current is the parent's state a Put starts from.
-type current struct {
-	exists  bool // the parent holds a payload
-	version string
-	value   types.AttributeValue // version as stored (S, or N in the guide's layout); nil for none
-	chunks  int
-	prev    string // the version this one replaced
-	object  string // the object holding the payload, if offloaded
-}
-
-// readCurrent reads the parent's version and chunk count consistently.
-func (s *Store) readCurrent(ctx context.Context, key Key) (current, error) {
-	proj, names := "#v, #c, #p, #o", map[string]string{"#v": attrVersion, "#c": attrCount, "#p": attrPrev, "#o": attrObject}
-	if g := s.opts.Guide; g != nil {
-		// The guide's short message may have no ChunkVersion: only its inline
-		// attribute says the parent holds a payload.
-		proj, names["#i"] = proj+", #i", g.InlineAttribute
-	}
-	out, err := parentio.From(ctx, s.c).GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                &s.parents,
-		Key:                      key.item(),
-		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     &proj,
-		ExpressionAttributeNames: names,
-	})
+	src, offload, err := s.readerSource(key, r)
 	if err != nil {
-		return current{}, fmt.Errorf("chunk: read parent %v: %w", key, err)
+		return Info{}, err
 	}
-	c, err := s.parseCurrent(key, out.Item)
-	if o, ok := asS(out.Item[attrObject]); ok && c.exists {
-		c.object, c.chunks = o.Value, 0
+	return s.put(ctx, "PutReader", key, src, offload, optFns)
+}
+
+// readerSource returns PutReader's source, and whether the payload goes to
+// Options.Objects: with Objects, PutReader reads up to ObjectThreshold
+// bytes to learn that, unless r tells its length.
+func (s *Store) readerSource(key Key, r io.Reader) (src *source, offload bool, err error) {
+	l, hasLen := r.(interface{ Len() int })
+	switch {
+	case s.opts.Objects == nil:
+		return newReaderSource(r, s.opts, s.opts.MaxSize), false, nil
+	case hasLen:
+		return newReaderSource(r, s.opts, s.opts.MaxSize), s.offloads(int64(l.Len())), nil
+	case s.opts.ObjectThreshold < 0:
+		return newReaderSource(r, s.opts, s.opts.MaxSize), true, nil
 	}
-	return c, err
+	head, err := io.ReadAll(io.LimitReader(r, min(s.opts.ObjectThreshold, s.opts.MaxSize+1)))
+	switch {
+	case err != nil:
+		return nil, false, fmt.Errorf("chunk: put %v: reading payload: %w", key, err)
+	case int64(len(head)) > s.opts.MaxSize:
+		return nil, false, fmt.Errorf("%w: key %v: payload above MaxSize %d", ErrTooLarge, key, s.opts.MaxSize)
+	case !s.offloads(int64(len(head))):
+		return newBytesSource(head, s.opts), false, nil
+	}
+	return newReaderSource(io.MultiReader(bytes.NewReader(head), r), s.opts, s.opts.MaxSize), true, nil
 }
 
 // callerAttributes validates and converts PutOptions.Attributes.
@@ -245,18 +227,27 @@ func (s *Store) chunkTemplate(key Key, prefix string) (parentKey types.Attribute
 	return parentKey, overhead, nil
 }
 
-func (s *Store) put(ctx context.Context, method string, key Key, raw *source, optFns []func(*PutOptions)) (Info, error) {
+// put stores a payload read from raw: in Options.Objects if offload, else
+// inline if its first chunk is short enough to be all of it, else in chunk
+// items; then flips the parent to it, the same way for every medium.
+func (s *Store) put(ctx context.Context, method string, key Key, raw *source, offload bool, optFns []func(*PutOptions)) (Info, error) {
 	w, err := s.newWrite(method, key, optFns)
 	if err != nil {
 		return Info{}, err
 	}
 	src := s.payloadOf(raw)
-	first, err := w.readFirst(src)
+	var first []byte
+	if offload {
+		err = w.toObject()
+	} else {
+		first, err = w.readFirst(src)
+	}
 	if err != nil {
 		return Info{}, err
 	}
 	// A parent DynamoDB would refuse must cost no request, and once the
-	// parent is read (its version becomes ChunkPrevious) no chunk write.
+	// parent is read (its version becomes ChunkPrevious) no write of the
+	// payload.
 	if err := w.checkParentSize(); err != nil {
 		return Info{}, err
 	}
@@ -272,13 +263,13 @@ func (s *Store) put(ctx context.Context, method string, key Key, raw *source, op
 			return Info{}, err
 		}
 	}
-	if w.inline == nil {
-		if err := w.writeChunks(ctx, src, first); err != nil {
-			return Info{}, err
-		}
-		w.size, w.sum = src.checksum()
-		w.stored = src.storedBytes()
+	if err := w.medium().store(ctx, w, src, first); err != nil {
+		w.abandon(ctx)
+		return Info{}, err
 	}
+	w.enc = src.encoding()
+	w.size, w.sum = src.checksum()
+	w.stored = src.storedBytes()
 	return w.commit(ctx)
 }
 
@@ -334,10 +325,11 @@ type write struct {
 	version   string
 	cur       current // the parent as read before writing; zero until then
 
-	inline []byte      // the stored payload when kept in the parent; nil when chunked
-	object string      // the object holding the payload when offloaded
-	enc    Compression // how the payload is stored, known after the first chunk
-	chunks int         // chunks handed to the batch engine
+	inline []byte            // the stored payload when kept in the parent; nil otherwise
+	object string            // the object holding the payload when offloaded
+	meta   map[string]string // the object's metadata
+	enc    Compression       // how the payload is stored, known after the first chunk
+	chunks int               // chunks handed to the batch engine
 	size   int64
 	stored int64
 	sum    [32]byte
@@ -371,58 +363,35 @@ func (w *write) sourceError(err error) error {
 	return fmt.Errorf("chunk: put %v: reading payload: %w", w.key, err)
 }
 
-// writeChunks streams the chunks into the chunk table, first being the
-// first one.
-func (w *write) writeChunks(ctx context.Context, src chunkSource, first []byte) error {
-	var srcErr error
-	seq := func(yield func(chunkWrite) bool) {
-		c := first
-		for {
-			if len(c) == 0 {
-				return
-			}
-			if w.chunks == w.s.maxChunks {
-				srcErr = errPayloadTooLarge
-				return
-			}
-			w.chunks++
-			if !yield(chunkWrite{key: chunkKey(w.prefix, w.version, w.chunks), data: c}) {
-				return
-			}
-			var err error
-			c, err = src.next()
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				srcErr = err
-				return
-			}
-		}
-	}
-	err := w.s.writeChunkItems(ctx, w.parentKey, seq)
-	if srcErr != nil {
-		w.abandon(ctx)
-		return w.sourceError(srcErr)
-	}
+// toObject makes this write's payload go to Options.Objects, under a key
+// of its own. A key whose metadata S3 cannot take fails before any
+// request.
+func (w *write) toObject() error {
+	meta, err := w.s.objectMetadata(w.key)
 	if err != nil {
-		w.abandon(ctx)
-		return fmt.Errorf("chunk: put %v: writing chunks of version %s: %w", w.key, w.version, err)
+		return err
 	}
+	w.meta, w.object = meta, w.s.objectKey(w.key, w.prefix, w.version)
+	w.enc = w.s.opts.Compression // for the size check; known once uploaded
 	return nil
 }
 
-// abandon removes this write's chunks, unless ctx is done: a cancelled Put
-// writes nothing more and leaves its invisible chunks to Sweep.
+// medium is where this write stores its payload.
+func (w *write) medium() medium {
+	switch {
+	case w.object != "":
+		return objects{}
+	case w.inline != nil:
+		return inline{}
+	}
+	return chunkItems{}
+}
+
+// abandon removes what this write stored, unless ctx is done: a cancelled
+// Put writes nothing more and leaves its invisible chunks (or object) to
+// Sweep.
 func (w *write) abandon(ctx context.Context) {
-	if w.object != "" {
-		w.s.deleteObject(ctx, w.object)
-		return
-	}
-	if ctx.Err() != nil || w.chunks == 0 {
-		return
-	}
-	w.s.deleteChunks(ctx, w.prefix, w.version, w.chunks)
+	w.s.drop(ctx, w.prefix, placement{version: w.version, chunks: w.chunks, object: w.object})
 }
 
 // parentUpdate returns what the flip does to the parent: the attributes it
@@ -501,280 +470,12 @@ func (w *write) checkParentSize() error {
 	return nil
 }
 
-// updateInput builds the parent update that makes this version current if
-// the parent still holds the version read at the start (and the caller's
-// condition holds). One expression builder names every placeholder.
-func (w *write) updateInput() (*dynamodb.UpdateItemInput, error) {
-	set, remove := w.parentUpdate()
-	var update expression.UpdateBuilder
-	for name, v := range set {
-		update = update.Set(expression.NameNoDotSplit(name), expression.Value(v))
-	}
-	for _, name := range remove {
-		update = update.Remove(expression.NameNoDotSplit(name))
-	}
-	cond := w.cur.condition()
-	if w.cond.IsSet() {
-		cond = cond.And(w.cond)
-	}
-	e, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
-	if err != nil {
-		return nil, err
-	}
-	return &dynamodb.UpdateItemInput{
-		TableName:                 &w.s.parents,
-		Key:                       w.key.item(),
-		UpdateExpression:          e.Update(),
-		ConditionExpression:       e.Condition(),
-		ExpressionAttributeNames:  e.Names(),
-		ExpressionAttributeValues: e.Values(),
-	}, nil
-}
-
-// Retry policy of the parent update, which runs with the SDK's retries off
-// (see commit).
-const (
-	flipAttempts  = 10
-	flipBaseDelay = 25 * time.Millisecond
-	flipMaxDelay  = time.Second
-)
-
-// info describes this write as committed.
-func (w *write) info() Info {
-	attrs := w.attrs
-	if attrs == nil {
-		attrs = map[string]types.AttributeValue{}
-	}
-	i := Info{
-		Version: w.version, Size: w.size, StoredSize: w.stored, Chunks: w.chunks, SHA256: w.sum,
-		Compression: w.enc, Created: w.start, Attributes: attrs, Object: w.object,
-	}
-	if w.s.guideWrites() {
-		i.Guide, i.NoChecksum, i.Created = true, !w.s.opts.Guide.Checksum, time.Time{}
-		if i.NoChecksum {
-			i.SHA256 = [32]byte{}
-		}
-	}
-	return i
-}
-
-// commit switches the parent to this version and settles every outcome.
-//
-// The update runs with the SDK's retries off, because after a lost
-// response a retry fails its condition whether the first attempt applied or
-// someone else won. Here every attempt is known: a condition failure with
-// no attempt before it that may have applied is a clean loss (ErrConflict);
-// after such an attempt (reset, 500, timeout) the parent is read to settle
-// the outcome (see unsettled).
-func (w *write) commit(ctx context.Context) (Info, error) {
-	in, err := w.updateInput()
-	if err == nil {
-		err = w.readable()
-	}
-	if err == nil && w.s.beforeFlip != nil {
-		err = w.s.beforeFlip(ctx)
-	}
-	if err != nil {
-		w.abandon(ctx)
-		return Info{}, fmt.Errorf("chunk: put %v: %w", w.key, err)
-	}
-	var unknown error // the last attempt that may have applied, if any
-	for attempt := 0; ; attempt++ {
-		if w.s.clock().After(w.deadline()) {
-			return w.unsettled(ctx, unknown, fmt.Errorf("version %s is older than Grace/2 (%v): not committing it", w.version, w.s.opts.Grace/2))
-		}
-		err := w.flip(ctx, in)
-		switch classifyFlip(err) {
-		case flipApplied:
-			w.dropPrevious(ctx)
-			return w.info(), nil
-		case flipRefused:
-			return w.refused(ctx, unknown, err)
-		case flipRejected:
-			return w.unsettled(ctx, unknown, err)
-		case flipUnknown:
-			unknown = err
-		}
-		if err := w.wait(ctx, attempt, err); err != nil {
-			return w.unsettled(ctx, unknown, err)
-		}
-	}
-}
-
-// readable refuses a flip to a parent that its readers would refuse as
-// corrupt (sizes that contradict each other or the chunk count): a last
-// check against a fault in how the payload was cut or compressed, which
-// would otherwise replace a readable payload by an unreadable one.
-func (w *write) readable() error {
-	p := parent{Info: Info{Size: w.size, StoredSize: w.stored, Chunks: w.chunks, Compression: w.enc, Object: w.object}, inline: w.inline}
-	if !w.s.guideWrites() && w.chunks > 0 && w.inline == nil && w.object == "" {
-		p.chunkSize = int64(w.s.opts.ChunkSize)
-	}
-	if why := p.contradiction(); why != "" {
-		return fmt.Errorf("not storing version %s, which readers would refuse: %s", w.version, why)
-	}
-	return nil
-}
-
-// deadline is when the version turns Grace/2 old. No attempt may start
-// after it: Sweep deletes versions older than Grace that are not current,
-// and must never race a late switch to one.
-func (w *write) deadline() time.Time { return w.start.Add(w.s.opts.Grace / 2) }
-
-// flip sends the parent update once, with the SDK's retries off, cut off at
-// the deadline.
-func (w *write) flip(ctx context.Context, in *dynamodb.UpdateItemInput) error {
-	ctx, cancel := context.WithTimeout(ctx, w.deadline().Sub(w.s.clock()))
-	defer cancel()
-	_, err := parentio.From(ctx, w.s.c).UpdateItem(ctx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
-	return err
-}
-
-// flipResult is what one parent update's error says about its effect.
-type flipResult int
-
-const (
-	flipApplied   flipResult = iota // success
-	flipRefused                     // the condition failed: not applied
-	flipRejected                    // another refusal (validation, permissions): not applied, never will be
-	flipThrottled                   // throttled: not applied, worth retrying
-	flipUnknown                     // no answer or a server fault: may have applied
-)
-
-func classifyFlip(err error) flipResult {
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return flipApplied
-	case errors.As(err, &ccf):
-		return flipRefused
-	case backoff.IsThrottle(err):
-		return flipThrottled
-	case attempts.Refused(err):
-		return flipRejected
-	}
-	return flipUnknown
-}
-
-// retryables is the SDK's own test of whether a failed request is worth
-// sending again (a reset connection, a 5xx, a throttle); throttles are told
-// apart by backoff.IsThrottle.
-var retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
-
-// wait waits before the attempt after attempt, which failed with err:
-// full jitter over a capped exponential delay (package backoff, as the
-// batch engine waits). It returns the error to give up with instead: err
-// if ctx is done, err is not worth retrying (the SDK's
-// retry.DefaultRetryables) or the attempts are spent; ctx's error if ctx
-// ends while waiting.
-func (w *write) wait(ctx context.Context, attempt int, err error) error {
-	if ctx.Err() != nil || retryables.IsErrorRetryable(err) != aws.TrueTernary || attempt+1 == flipAttempts {
-		return err
-	}
-	d := backoff.Jitter(backoff.Cap(cmp.Or(w.s.flipDelay, flipBaseDelay), flipMaxDelay, attempt)) + time.Millisecond
-	if !backoff.Sleep(ctx, nil, d) {
-		return ctx.Err()
-	}
-	return nil
-}
-
-// refused ends a commit whose condition failed. If no earlier attempt may
-// have applied, we never won and the condition cannot hold again: the
-// chunks are garbage and the Put lost.
-func (w *write) refused(ctx context.Context, unknown, err error) (Info, error) {
-	if unknown != nil {
-		return w.unsettled(ctx, unknown, err)
-	}
-	w.abandon(ctx)
-	switch {
-	case w.cond.IsSet():
-		return Info{}, fmt.Errorf("%w: put %v: the parent changed first or the caller's condition failed", ErrConflict, w.key)
-	case w.cur.exists:
-		return Info{}, fmt.Errorf("%w: put %v: version %s was replaced first", ErrConflict, w.key, w.cur.version)
-	}
-	return Info{}, fmt.Errorf("%w: put %v: another write stored a payload first", ErrConflict, w.key)
-}
-
-// unsettled ends a commit without a success response, err being the last
-// failure. If no attempt may have applied (unknown is nil), the chunks go
-// and err is returned. Otherwise the parent is read to settle the outcome.
-func (w *write) unsettled(ctx context.Context, unknown, err error) (Info, error) {
-	if unknown == nil {
-		w.abandon(ctx)
-		return Info{}, fmt.Errorf("chunk: put %v: updating parent: %w", w.key, err)
-	}
-	if ctx.Err() != nil {
-		return Info{}, fmt.Errorf("chunk: put %v: outcome unknown: %w", w.key, ctx.Err())
-	}
-	now, rerr := w.settleRead(ctx)
-	if rerr != nil {
-		return Info{}, fmt.Errorf("chunk: put %v: outcome unknown: %w", w.key, errors.Join(unknown, rerr))
-	}
-	return w.settle(ctx, now, unknown)
-}
-
-// settle decides an outcome from the parent as read after an attempt that
-// may have applied: our version there, or recorded as the one its successor
-// replaced (ChunkPrevious), means we won.
-func (w *write) settle(ctx context.Context, now current, unknown error) (Info, error) {
-	switch {
-	case now.holds(w.version):
-		w.dropPrevious(ctx)
-		return w.info(), nil
-	case now.exists && now.prev == w.version:
-		// A later write has already replaced ours: just a later write.
-		return w.info(), nil
-	case w.cur.exists && !now.holds(w.cur.version):
-		// The parent moved past the version we started from, which never
-		// comes back, so no attempt of ours can still apply. (An absent
-		// parent can become absent again after a Delete, so that case
-		// leaves the chunks to Sweep.)
-		w.abandon(ctx)
-	}
-	return Info{}, fmt.Errorf("chunk: put %v: outcome unknown (the parent holds %s): %w", w.key, describeVersion(now), unknown)
-}
-
-// holds reports whether the parent holds version.
-func (c current) holds(version string) bool { return c.exists && c.version == version }
-
-func describeVersion(c current) string {
-	if !c.exists {
-		return "no payload"
-	}
-	return "version " + c.version
-}
-
-// settleRead reads the parent consistently, retrying a little, to settle an
-// ambiguous outcome.
-func (w *write) settleRead(ctx context.Context) (current, error) {
-	var err error
-	for range 3 {
-		var c current
-		if c, err = w.s.readCurrent(ctx, w.key); err == nil || ctx.Err() != nil {
-			return c, err
-		}
-	}
-	return current{}, err
-}
-
-// dropPrevious deletes the chunks (or the object) of the version this
-// write replaced, unless they are to stay for Sweep. Failures leave them to
+// dropPrevious deletes the stored bytes of the version this write
+// replaced, unless they are to stay for Sweep. Failures leave them to
 // Sweep too.
 func (w *write) dropPrevious(ctx context.Context) {
 	if w.s.opts.RetainOld || !w.cur.exists {
 		return
 	}
-	if w.cur.object != "" {
-		w.s.deleteObject(ctx, w.cur.object)
-	}
-	if w.cur.chunks <= 0 {
-		return
-	}
-	w.s.deleteChunks(ctx, w.prefix, w.cur.version, w.cur.chunks)
-}
-
-// chunkWrite is one chunk to store.
-type chunkWrite struct {
-	key  string
-	data []byte
+	w.s.drop(ctx, w.prefix, w.cur.placement)
 }

@@ -89,10 +89,10 @@ func (s *Store) limitedReads(lim *adapt.Limiter) *Store {
 	return &call
 }
 
-// settle records where a Reader's limit stands after a window, for the
+// record keeps where a Reader's limit stands after a window, for the
 // next window of any Reader of the Store: 0 (no constraint) once it is
 // back at its ceiling.
-func (rs *readState) settle(lim *adapt.Limiter) {
+func (rs *readState) record(lim *adapt.Limiter) {
 	if rs == nil {
 		return
 	}

@@ -6,9 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dynashard/dynashard/internal/panics"
@@ -84,33 +81,97 @@ func (s *Store) Sweep(ctx context.Context, optFns ...func(*SweepOptions)) (Sweep
 	case o.Segments == 0:
 		o.Segments = 1
 	}
-	sw := &sweep{s: s, parents: map[string]parentCheck{}}
+	sw := &sweep{s: s, seen: map[string]parentCheck{}}
 	var panicked panics.Group
 	g, gctx := errgroup.WithContext(ctx)
 	for seg := 0; seg < o.Segments; seg++ {
 		g.Go(func() (err error) {
 			defer panicked.Recover(&err)
-			return sw.segment(gctx, seg, o.Segments)
+			return chunkItems{}.sweepSegment(gctx, sw, seg, o.Segments)
 		})
 	}
 	if s.opts.Objects != nil {
 		g.Go(func() (err error) {
 			defer panicked.Recover(&err)
-			return sw.sweepObjects(gctx)
+			return objects{}.sweep(gctx, sw)
 		})
 	}
 	err = g.Wait()
 	panicked.Raise() // a panic of the Client or of Objects, on a goroutine of the sweep
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
-	return sw.stats, err
+	return SweepStats{
+		Scanned: sw.chunks.listed, Young: sw.chunks.young, Current: sw.chunks.current,
+		Deleted: sw.chunks.deleted, Foreign: sw.chunks.foreign, Parents: sw.parents,
+		Objects: sw.objects.listed, ObjectsYoung: sw.objects.young, ObjectsCurrent: sw.objects.current,
+		ObjectsDeleted: sw.objects.deleted, ObjectsForeign: sw.objects.foreign,
+	}, err
 }
 
+// sweep is one Sweep in progress, shared by its goroutines.
 type sweep struct {
-	s       *Store
-	mu      sync.Mutex // guards below
-	stats   SweepStats
-	parents map[string]parentCheck
+	s               *Store
+	mu              sync.Mutex // guards below
+	chunks, objects tally
+	parents         int // consistent reads of parent items
+	seen            map[string]parentCheck
+}
+
+// tally counts what a sweep found in one medium: listed, younger than
+// Grace, held by their parent, deleted, and not written by this Store.
+type tally struct {
+	listed, young, current, deleted, foreign int
+}
+
+func (t *tally) add(u tally) {
+	t.listed += u.listed
+	t.young += u.young
+	t.current += u.current
+	t.deleted += u.deleted
+	t.foreign += u.foreign
+}
+
+// candidate is stored bytes Sweep found (a chunk item, an object) whose
+// version it knows, and unless young, its parent's key.
+type candidate struct {
+	id      string // chunk key or object key
+	key     Key
+	version string
+	created time.Time
+	young   bool // younger than Grace by another clock than the version's
+}
+
+// judge deletes the candidates of one page found in medium m whose parent
+// does not hold their version and that are older than Grace, and adds to
+// into what it saw, t being the page's counts so far.
+func (sw *sweep) judge(ctx context.Context, m medium, page []candidate, t tally, into *tally) error {
+	s := sw.s
+	var orphans []string
+	for _, c := range page {
+		if c.young || s.clock().Sub(c.created) < s.opts.Grace {
+			t.young++
+			continue
+		}
+		pc, err := sw.parentVersion(ctx, c.key, c.created)
+		if err != nil {
+			return err
+		}
+		if pc.exists && pc.version == c.version {
+			t.current++
+			continue
+		}
+		orphans = append(orphans, c.id)
+	}
+	if len(orphans) > 0 {
+		if err := m.remove(ctx, s, orphans); err != nil {
+			return fmt.Errorf("chunk: sweep: deleting orphans: %w", err)
+		}
+	}
+	t.deleted = len(orphans)
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	into.add(t)
+	return nil
 }
 
 // parentCheck is a parent's version as read at a time.
@@ -123,91 +184,15 @@ type parentCheck struct {
 // maxParentCache bounds the parents remembered by one sweep.
 const maxParentCache = 100_000
 
-func (sw *sweep) segment(ctx context.Context, seg, total int) error {
-	s := sw.s
-	in := &dynamodb.ScanInput{
-		TableName:                &s.chunks,
-		ProjectionExpression:     aws.String("#k, #p"),
-		ExpressionAttributeNames: map[string]string{"#k": s.opts.ChunkKeyAttribute, "#p": attrParent},
-	}
-	if total > 1 {
-		in.Segment, in.TotalSegments = aws.Int32(int32(seg)), aws.Int32(int32(total))
-	}
-	for {
-		out, err := s.c.Scan(ctx, in)
-		if err != nil {
-			return fmt.Errorf("chunk: sweep: scan %s: %w", s.chunks, err)
-		}
-		if err := sw.page(ctx, out.Items); err != nil {
-			return err
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-}
-
-// page handles one page of scanned chunk keys.
-func (sw *sweep) page(ctx context.Context, items []map[string]types.AttributeValue) error {
-	s := sw.s
-	var orphans []string
-	var young, current, foreign int
-	for _, item := range items {
-		k, ok := asS(item[s.opts.ChunkKeyAttribute])
-		pk, ok2 := item[attrParent].(*types.AttributeValueMemberM)
-		if !ok || !ok2 {
-			foreign++
-			continue
-		}
-		prefix, version, _, err := parseChunkKey(k.Value)
-		if err != nil {
-			foreign++
-			continue
-		}
-		key, ok := keyFromParent(pk.Value, prefix)
-		if !ok {
-			foreign++
-			continue
-		}
-		created, _ := versionTime(version)
-		if s.clock().Sub(created) < s.opts.Grace {
-			young++
-			continue
-		}
-		pc, err := sw.parent(ctx, key, created)
-		if err != nil {
-			return err
-		}
-		if pc.exists && pc.version == version {
-			current++
-			continue
-		}
-		orphans = append(orphans, k.Value)
-	}
-	if len(orphans) > 0 {
-		if err := s.deleteKeys(ctx, orphans); err != nil {
-			return fmt.Errorf("chunk: sweep: deleting orphans: %w", err)
-		}
-	}
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	sw.stats.Scanned += len(items)
-	sw.stats.Young += young
-	sw.stats.Current += current
-	sw.stats.Foreign += foreign
-	sw.stats.Deleted += len(orphans)
-	return nil
-}
-
-// parent returns the parent's current version, read consistently after
-// the version created at created became too old to be committed: only such
-// a reading proves that the version is not and will not be current.
-func (sw *sweep) parent(ctx context.Context, key Key, created time.Time) (parentCheck, error) {
+// parentVersion returns the parent's current version, read consistently
+// after the version created at created became too old to be committed:
+// only such a reading proves that the version is not and will not be
+// current.
+func (sw *sweep) parentVersion(ctx context.Context, key Key, created time.Time) (parentCheck, error) {
 	s := sw.s
 	id := key.cacheID()
 	sw.mu.Lock()
-	pc, ok := sw.parents[id]
+	pc, ok := sw.seen[id]
 	sw.mu.Unlock()
 	if ok && pc.at.Sub(created) >= s.opts.Grace {
 		return pc, nil
@@ -219,11 +204,11 @@ func (sw *sweep) parent(ctx context.Context, key Key, created time.Time) (parent
 	}
 	pc = parentCheck{at: at, exists: cur.exists, version: cur.version}
 	sw.mu.Lock()
-	if len(sw.parents) >= maxParentCache {
-		clear(sw.parents)
+	if len(sw.seen) >= maxParentCache {
+		clear(sw.seen)
 	}
-	sw.parents[id] = pc
-	sw.stats.Parents++
+	sw.seen[id] = pc
+	sw.parents++
 	sw.mu.Unlock()
 	return pc, nil
 }
@@ -232,43 +217,4 @@ func (sw *sweep) parent(ctx context.Context, key Key, created time.Time) (parent
 // and "a"+"b#c" render alike).
 func (k Key) cacheID() string {
 	return fmt.Sprintf("%q=%#v\x00%q=%#v", k.PartitionName, k.Partition, k.SortName, k.Sort)
-}
-
-// keyFromParent rebuilds a Key from a chunk's Parent attribute, checking
-// that it renders to the chunk key's prefix. A map has no order, so with two
-// attributes both orders are tried; if both render the prefix, either
-// names the same item.
-func keyFromParent(m map[string]types.AttributeValue, prefix string) (Key, bool) {
-	var names []string
-	for n := range m {
-		names = append(names, n)
-	}
-	var candidates []Key
-	switch len(names) {
-	case 1:
-		candidates = []Key{{PartitionName: names[0], Partition: m[names[0]]}}
-	case 2:
-		a, b := names[0], names[1]
-		candidates = []Key{
-			{PartitionName: a, Partition: m[a], SortName: b, Sort: m[b]},
-			{PartitionName: b, Partition: m[b], SortName: a, Sort: m[a]},
-		}
-	}
-	for _, k := range candidates {
-		if p, err := k.prefix(); err == nil && p == prefix {
-			return k, true
-		}
-	}
-	return Key{}, false
-}
-
-// deleteKeys deletes chunk items by key.
-func (s *Store) deleteKeys(ctx context.Context, keys []string) error {
-	return s.deleteSeq(ctx, func(yield func(string) bool) {
-		for _, k := range keys {
-			if !yield(k) {
-				return
-			}
-		}
-	})
 }

@@ -1,7 +1,6 @@
 package chunk
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -250,74 +249,9 @@ func (s *Store) keyFromMetadata(meta map[string]string) (key Key, ok bool) {
 	return key, key.validate() == nil
 }
 
-// putReaderObject is PutReader for a Store with Objects: it reads up to
-// ObjectThreshold bytes to learn where the payload goes, unless r tells
-// its length.
-func (s *Store) putReaderObject(ctx context.Context, key Key, r io.Reader, optFns []func(*PutOptions)) (Info, error) {
-	if l, ok := r.(interface{ Len() int }); ok {
-		if s.offloads(int64(l.Len())) {
-			return s.putObject(ctx, "PutReader", key, newReaderSource(r, s.opts, s.opts.MaxSize), optFns)
-		}
-		return s.put(ctx, "PutReader", key, newReaderSource(r, s.opts, s.opts.MaxSize), optFns)
-	}
-	if s.opts.ObjectThreshold < 0 {
-		return s.putObject(ctx, "PutReader", key, newReaderSource(r, s.opts, s.opts.MaxSize), optFns)
-	}
-	head, err := io.ReadAll(io.LimitReader(r, min(s.opts.ObjectThreshold, s.opts.MaxSize+1)))
-	switch {
-	case err != nil:
-		return Info{}, fmt.Errorf("chunk: put %v: reading payload: %w", key, err)
-	case int64(len(head)) > s.opts.MaxSize:
-		return Info{}, fmt.Errorf("%w: key %v: payload above MaxSize %d", ErrTooLarge, key, s.opts.MaxSize)
-	case !s.offloads(int64(len(head))):
-		return s.put(ctx, "PutReader", key, newBytesSource(head, s.opts), optFns)
-	}
-	body := io.MultiReader(bytes.NewReader(head), r)
-	return s.putObject(ctx, "PutReader", key, newReaderSource(body, s.opts, s.opts.MaxSize), optFns)
-}
-
-// putObject is put for a payload that goes to Objects: the object is
-// uploaded under a key of its own, then the parent flips to it exactly as
-// it flips to chunks.
-func (s *Store) putObject(ctx context.Context, method string, key Key, src *source, optFns []func(*PutOptions)) (Info, error) {
-	w, err := s.newWrite(method, key, optFns)
-	if err != nil {
-		return Info{}, err
-	}
-	meta, err := s.objectMetadata(key)
-	if err != nil {
-		return Info{}, err
-	}
-	w.object = s.objectKey(key, w.prefix, w.version)
-	w.enc = s.opts.Compression // for the size check; settled by the upload
-	if err := w.checkParentSize(); err != nil {
-		return Info{}, err
-	}
-	if w.cur, err = s.readCurrent(ctx, key); err != nil {
-		return Info{}, err
-	}
-	if err := w.checkParentSize(); err != nil {
-		return Info{}, err
-	}
-	body := &sourceBody{src: src}
-	err = s.opts.Objects.Put(ctx, w.object, body, meta)
-	if body.failed != nil {
-		w.abandon(ctx)
-		return Info{}, w.sourceError(body.failed)
-	}
-	if err != nil {
-		w.abandon(ctx)
-		return Info{}, fmt.Errorf("chunk: put %v: uploading object %s: %w", key, w.object, err)
-	}
-	w.enc = src.encoding()
-	w.size, w.sum = src.checksum()
-	w.stored = src.stored
-	return w.commit(ctx)
-}
-
 // sourceBody is a source's stored stream as an io.Reader.
 type sourceBody struct {
-	src    *source
+	src    chunkSource
 	cur    []byte
 	eof    bool
 	failed error // from the payload's reader, or MaxSize exceeded
@@ -345,123 +279,121 @@ func (b *sourceBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// deleteObject deletes an object that no parent holds any more, unless ctx
-// is done; a failure leaves it to Sweep.
-func (s *Store) deleteObject(ctx context.Context, key string) {
-	if ctx.Err() != nil || s.opts.Objects == nil {
-		return
+// objects is the medium of a payload offloaded to Options.Objects: one
+// object per version, uploaded whole, read with ranged GETs, swept by
+// listing the store's prefix.
+type objects struct{}
+
+// store uploads src's stored stream as w's object.
+func (objects) store(ctx context.Context, w *write, src chunkSource, _ []byte) error {
+	body := &sourceBody{src: src}
+	err := w.s.opts.Objects.Put(ctx, w.object, body, w.meta)
+	switch {
+	case body.failed != nil:
+		return w.sourceError(body.failed)
+	case err != nil:
+		return fmt.Errorf("chunk: put %v: uploading object %s: %w", w.key, w.object, err)
 	}
-	s.opts.Objects.Delete(ctx, []string{key})
+	return nil
 }
 
-// fetchObject reads the next window of the Reader's object with one ranged
-// GET, or returns io.EOF after the last. A missing object means the version was replaced (or deleted) if the
-// parent, read again consistently, says so, and damage otherwise.
-func (r *Reader) fetchObject() error {
+func (objects) more(r *Reader) bool { return r.at < r.p.StoredSize }
+
+func (objects) remove(ctx context.Context, s *Store, ids []string) error {
+	if s.opts.Objects == nil {
+		return nil // a Store without Objects leaves them to one with
+	}
+	return s.opts.Objects.Delete(ctx, ids)
+}
+
+func (objects) ids(_ string, pl placement) []string { return []string{pl.object} }
+
+// fetch reads the next window of the Reader's object with one ranged GET,
+// or returns io.EOF after the last. A missing object is handled as a
+// missing chunk is (Reader.missing).
+func (objects) fetch(r *Reader) ([][]byte, error) {
 	s := r.s
 	if s.opts.Objects == nil {
-		return streamError{fmt.Errorf("chunk: get %v: the payload is in object %q, and Options.Objects is nil", r.key, r.p.Object)}
+		return nil, streamError{fmt.Errorf("chunk: get %v: the payload is in object %q, and Options.Objects is nil", r.key, r.p.Object)}
 	}
-	if r.objOff >= r.p.StoredSize {
-		return io.EOF
+	if r.at >= r.p.StoredSize {
+		return nil, io.EOF
 	}
-	n := min(objectWindow, r.p.StoredSize-r.objOff)
+	n := min(objectWindow, r.p.StoredSize-r.at)
 	buf := make([]byte, n)
-	body, err := s.opts.Objects.GetRange(r.ctx, r.p.Object, r.objOff, n)
+	body, err := s.opts.Objects.GetRange(r.ctx, r.p.Object, r.at, n)
 	if err == nil {
 		_, err = io.ReadFull(body, buf)
 		body.Close()
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return r.corrupt(0, fmt.Sprintf("object %s shorter than the %d bytes recorded", r.p.Object, r.p.StoredSize))
+			return nil, r.corrupt(0, fmt.Sprintf("object %s shorter than the %d bytes recorded", r.p.Object, r.p.StoredSize))
 		}
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		p, err := s.readParent(r.ctx, r.key, true)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			return &replacedError{gone: true}
-		case err != nil:
-			return streamError{err}
-		case p.Version != r.p.Version:
-			return &replacedError{p: p}
-		}
-		return r.corrupt(0, "object "+r.p.Object+" missing")
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, r.missing(0, "object "+r.p.Object+" missing")
+	case err != nil:
 		if cerr := r.ctxErr(); cerr != nil {
-			return cerr
+			return nil, cerr
 		}
-		return streamError{fmt.Errorf("chunk: get %v: reading object %s: %w", r.key, r.p.Object, err)}
+		return nil, streamError{fmt.Errorf("chunk: get %v: reading object %s: %w", r.key, r.p.Object, err)}
 	}
-	r.window = [][]byte{buf}
-	r.objOff += n
-	return nil
+	r.at += n
+	return [][]byte{buf}, nil
 }
 
-// sweepObjects deletes the objects under the store's prefix that no parent
-// holds and that are older than Grace, by the version in their key and by
-// their LastModified. Each such object's metadata names its parent (one
-// HEAD request), which is read consistently, once per parent and sweep.
-func (sw *sweep) sweepObjects(ctx context.Context) error {
+// sweep lists the objects under the store's prefix for Sweep. An object
+// younger than Grace, by the version in its key or by its LastModified, is
+// judged young without a request; for the others, the metadata (one HEAD
+// request each) names the parent.
+func (objects) sweep(ctx context.Context, sw *sweep) error {
 	s := sw.s
 	err := s.opts.Objects.List(ctx, s.objectPrefix(), func(objs []ObjectInfo) error {
-		var orphans []string
-		var young, current, foreign int
-		for _, o := range objs {
-			version, ok := objectVersion(o.Key)
-			if !ok {
-				foreign++
-				continue
-			}
-			created, _ := versionTime(version)
-			now := s.clock()
-			if now.Sub(created) < s.opts.Grace || now.Sub(o.LastModified) < s.opts.Grace {
-				young++
-				continue
-			}
-			meta, err := s.opts.Objects.Metadata(ctx, o.Key)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // deleted since it was listed
-			}
-			if err != nil {
-				return fmt.Errorf("reading metadata of %s: %w", o.Key, err)
-			}
-			key, ok := s.keyFromMetadata(meta)
-			if !ok {
-				foreign++
-				continue
-			}
-			rendered, err := key.prefix()
-			if err != nil || s.objectKey(key, rendered, version) != o.Key {
-				foreign++
-				continue
-			}
-			pc, err := sw.parent(ctx, key, created)
-			if err != nil {
-				return err
-			}
-			if pc.exists && pc.version == version {
-				current++
-				continue
-			}
-			orphans = append(orphans, o.Key)
+		page, t, err := objects{}.candidates(ctx, s, objs)
+		if err != nil {
+			return err
 		}
-		if len(orphans) > 0 {
-			if err := s.opts.Objects.Delete(ctx, orphans); err != nil {
-				return fmt.Errorf("deleting orphans: %w", err)
-			}
-		}
-		sw.mu.Lock()
-		defer sw.mu.Unlock()
-		sw.stats.Objects += len(objs)
-		sw.stats.ObjectsYoung += young
-		sw.stats.ObjectsCurrent += current
-		sw.stats.ObjectsForeign += foreign
-		sw.stats.ObjectsDeleted += len(orphans)
-		return nil
+		return sw.judge(ctx, objects{}, page, t, &sw.objects)
 	})
 	if err != nil {
 		return fmt.Errorf("chunk: sweep: objects under %s: %w", s.objectPrefix(), err)
 	}
 	return nil
+}
+
+// candidates turns a page of listed objects into what Sweep judges; t
+// counts the objects and those this Store did not write.
+func (objects) candidates(ctx context.Context, s *Store, objs []ObjectInfo) (page []candidate, t tally, err error) {
+	t.listed = len(objs)
+	for _, o := range objs {
+		version, ok := objectVersion(o.Key)
+		if !ok {
+			t.foreign++
+			continue
+		}
+		created, _ := versionTime(version)
+		if s.clock().Sub(o.LastModified) < s.opts.Grace || s.clock().Sub(created) < s.opts.Grace {
+			page = append(page, candidate{id: o.Key, version: version, created: created, young: true})
+			continue
+		}
+		meta, err := s.opts.Objects.Metadata(ctx, o.Key)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			return nil, t, fmt.Errorf("reading metadata of %s: %w", o.Key, err)
+		}
+		key, ok := s.keyFromMetadata(meta)
+		if !ok {
+			t.foreign++
+			continue
+		}
+		rendered, err := key.prefix()
+		if err != nil || s.objectKey(key, rendered, version) != o.Key {
+			t.foreign++
+			continue
+		}
+		page = append(page, candidate{id: o.Key, key: key, version: version, created: created})
+	}
+	return page, t, nil
 }
