@@ -267,12 +267,7 @@ func TestDeleteNoResurrection(t *testing.T) {
 func TestAmbiguousFlip(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
-		proxy, err := faultproxy.New(srv.Endpoint, faultproxy.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
-		pc := robustClient(proxy.URL())
+		proxy, pc := newProxy(t, srv)
 		ctx := context.Background()
 		tests := []struct {
 			name    string
@@ -295,6 +290,7 @@ func TestAmbiguousFlip(t *testing.T) {
 					var old Info
 					oldData := payload(2500, 1, false)
 					if initial {
+						var err error
 						if old, err = st.Put(ctx, key, oldData); err != nil {
 							t.Fatal(err)
 						}

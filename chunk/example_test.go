@@ -22,35 +22,43 @@ import (
 // tables and releases the server. In production the tables exist already:
 // only the client and the names matter.
 func tables() (c *dynamodb.Client, parents, chunks string, cleanup func()) {
-	ctx := context.Background()
+	srv := newServer()
+	parents, chunks = "Thread", "ThreadChunks"
+	createTable(srv, parents, "ForumName", "Subject")
+	createTable(srv, chunks, chunk.DefaultChunkKeyAttribute)
+	c = srv.Client()
+	return c, parents, chunks, func() {
+		for _, t := range []string{parents, chunks} {
+			c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &t})
+		}
+		srv.Close()
+	}
+}
+
+// newServer starts a local DynamoDB with the public test kit.
+func newServer() *dynashardtest.Server {
 	srv, err := dynashardtest.NewServer()
 	if err != nil {
 		log.Fatal(err)
 	}
-	create := func(name string, keys ...string) {
-		in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
-		for i, k := range keys {
-			kind := types.KeyTypeHash
-			if i > 0 {
-				kind = types.KeyTypeRange
-			}
-			in.AttributeDefinitions = append(in.AttributeDefinitions,
-				types.AttributeDefinition{AttributeName: aws.String(k), AttributeType: types.ScalarAttributeTypeS})
-			in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k), KeyType: kind})
+	return srv
+}
+
+// createTable creates an on-demand table on srv whose key attributes, of
+// type S, are keys: the partition key, then the sort key if any.
+func createTable(srv *dynashardtest.Server, name string, keys ...string) {
+	in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
+	for i, k := range keys {
+		kind := types.KeyTypeHash
+		if i > 0 {
+			kind = types.KeyTypeRange
 		}
-		if err := srv.CreateTable(ctx, in); err != nil {
-			log.Fatal(err)
-		}
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			types.AttributeDefinition{AttributeName: aws.String(k), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k), KeyType: kind})
 	}
-	parents, chunks = "Thread", "ThreadChunks"
-	create(parents, "ForumName", "Subject")
-	create(chunks, chunk.DefaultChunkKeyAttribute)
-	c = srv.Client()
-	return c, parents, chunks, func() {
-		for _, t := range []string{parents, chunks} {
-			c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &t})
-		}
-		srv.Close()
+	if err := srv.CreateTable(context.Background(), in); err != nil {
+		log.Fatal(err)
 	}
 }
 
@@ -138,12 +146,11 @@ func ExampleStore_PutReader() {
 func ExampleStore_Stat() {
 	c, parents, chunks, cleanup := tables()
 	defer cleanup()
-	ctx := context.Background()
-
 	st, err := chunk.New(c, parents, chunks)
 	if err != nil {
 		log.Fatal(err)
 	}
+	ctx := context.Background()
 	key := chunk.Key{
 		PartitionName: "ForumName", Partition: &types.AttributeValueMemberS{Value: "S3"},
 		SortName: "Subject", Sort: &types.AttributeValueMemberS{Value: "Thread1"},

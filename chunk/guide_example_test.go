@@ -11,36 +11,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/chunk"
-	"github.com/dynashard/dynashard/dynashardtest"
 )
 
 // A table already in the guide's own layout, as its example shows it,
 // read and written as it is, then moved to the checksummed layout.
 func ExampleGuideLayout() {
 	ctx := context.Background()
-	srv, err := dynashardtest.NewServer()
-	if err != nil {
-		log.Fatal(err)
-	}
+	srv := newServer()
 	defer srv.Close()
 	c := srv.Client()
-	create := func(name string, keys ...string) {
-		in := &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest}
-		for i, k := range keys {
-			kind := types.KeyTypeHash
-			if i > 0 {
-				kind = types.KeyTypeRange
-			}
-			in.AttributeDefinitions = append(in.AttributeDefinitions,
-				types.AttributeDefinition{AttributeName: aws.String(k), AttributeType: types.ScalarAttributeTypeS})
-			in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k), KeyType: kind})
-		}
-		if err := srv.CreateTable(ctx, in); err != nil {
-			log.Fatal(err)
-		}
-	}
-	create("Reply", "Id", "ReplyDateTime")
-	create("ReplyChunks", "Id")
+	createTable(srv, "Reply", "Id", "ReplyDateTime")
+	createTable(srv, "ReplyChunks", "Id")
 	defer func() {
 		for _, t := range []string{"Reply", "ReplyChunks"} {
 			c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)})

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dynashard/dynashard"
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
 )
@@ -82,6 +83,19 @@ func robustClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.
 			so.MaxBackoff = 200 * time.Millisecond
 		}), 10)
 	}}, optFns...)...)
+}
+
+// newProxy starts a fault proxy, without faults until configured, in
+// front of srv, closed when the test ends, and returns it with a robust
+// client of it.
+func newProxy(t testing.TB, srv *ddbtest.Server) (*faultproxy.Proxy, *dynamodb.Client) {
+	t.Helper()
+	proxy, err := faultproxy.New(srv.Endpoint, faultproxy.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	return proxy, robustClient(proxy.URL())
 }
 
 // chunkKeys returns every key in the chunk table, sorted.

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/chunk"
-	"github.com/dynashard/dynashard/dynashardtest"
 )
 
 // ExampleStore_ChunkTableInput creates both tables of a Store from the
@@ -18,10 +17,7 @@ import (
 // table's from a key of its items.
 func ExampleStore_ChunkTableInput() {
 	ctx := context.Background()
-	srv, err := dynashardtest.NewServer()
-	if err != nil {
-		log.Fatal(err)
-	}
+	srv := newServer()
 	defer srv.Close()
 	c := srv.Client()
 
