@@ -283,7 +283,11 @@ func (b *bencher) reshardRun(ctx context.Context, grow bool, rate0 float64) (*re
 		return r, err
 	}
 	t0 := time.Now()
-	prog, err := shard.Rebalance(ctx, direct, l, "hot")
+	admin, err := shard.NewTable[benchItem](direct, l) // not through the proxy
+	if err != nil {
+		return r, err
+	}
+	prog, err := admin.Rebalance(ctx, "hot")
 	if err != nil {
 		return r, err
 	}
@@ -440,7 +444,7 @@ func reshardIntro(c benchConfig, rate0 float64) string {
 		"While the writers run, the base is read whole with scatter.All every second through another client (ConsistentRead, so "+
 		"it reads the record each time): every id acknowledged before a read began must be in it, once. After the run: a "+
 		"final read, every id fetched with Table.Get on a counting client (GetItem per Get: the extra probes), "+
-		"shard.Rebalance, and the same again.",
+		"shard.Table.Rebalance, and the same again.",
 		reshardN0, fig(c.wcu), fig(reshardN0*c.wcu), fig(rate0), reshardBefore, fig(rate0*reshardRamp), reshardAfter,
 		reshardPool, reshardN0, reshardBucket, reshardBucket)
 }

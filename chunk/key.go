@@ -40,7 +40,7 @@ type Key struct {
 	// objects) in place of its rendered key values: an item that moves
 	// between keys keeps its chunks if every key it may have gives the
 	// same Name. Package repo names a large value after its logical key,
-	// so that shard.Rebalance can move the item. Sweep cannot tell the
+	// so that shard.Table.Rebalance can move the item. Sweep cannot tell the
 	// parent of a named chunk from its key, so it leaves named chunks and
 	// objects alone (SweepStats.Foreign, ObjectsForeign): those a crashed
 	// Put left behind stay. A Name changes the guide's layout too, where a

@@ -35,8 +35,8 @@
 //
 // Before its first data request for a base, every call checks the Repo's
 // layout against the layout recorded for that base in the table
-// (shard.Layout.Verify for reads and deletes, shard.Layout.Record for
-// writes, which records the layout of a base never written): a Repo built
+// (as shard.Table.Shards does; a write records the layout of a base
+// never written): a Repo built
 // with another separator, strategy or key fails with a *shard.LayoutError,
 // matching shard.ErrLayoutMismatch (not ErrInvalid), instead of reading or
 // writing the wrong physical keys; a Repo built with another N reads and

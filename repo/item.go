@@ -31,7 +31,7 @@ func (r *Repo[T]) Create(ctx context.Context, base string, v T) (T, error) {
 // locking, its version attribute is the new version. The id is v's
 // sort-key attribute. Before writing it checks the Layout against the
 // base's record, writing the record for a base never written
-// (shard.Layout.Record); a mismatch is a *shard.LayoutError. Like Create
+// (shard.Table.Shards); a mismatch is a *shard.LayoutError. Like Create
 // and Delete, it takes no per-call options.
 func (r *Repo[T]) Put(ctx context.Context, base string, v T) (T, error) {
 	return r.put(ctx, base, v, false)
@@ -183,7 +183,7 @@ func (r *Repo[T]) read(ctx context.Context, base, pk, id string, consistent bool
 }
 
 // Delete removes the item with id under base, after the layout check
-// (shard.Layout.Verify). Deleting an absent item is not an error, as
+// (shard.Table.Shards). Deleting an absent item is not an error, as
 // everywhere in dynashard. It takes no per-call options.
 func (r *Repo[T]) Delete(ctx context.Context, base, id string) error {
 	if _, err := r.call(ctx, nil); err != nil {

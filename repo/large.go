@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/chunk"
+	"github.com/dynashard/dynashard/internal/history"
 	"github.com/dynashard/dynashard/internal/parentio"
 	"github.com/dynashard/dynashard/shard"
 )
@@ -32,7 +33,7 @@ import (
 // consistent to fill the cache, else as Options.ConsistentRead says),
 // whatever the store's ConsistentRead option says; the store then reads
 // the chunks the item names. Put records or checks the base's layout
-// record (shard.Layout.Record) before writing anything.
+// record (shard.Table.Shards) before writing anything.
 //
 // The store reads, switches and deletes the item where the base's
 // shard-count history puts it, as shard.Table's Get, Update and Delete
@@ -40,7 +41,7 @@ import (
 // TransactWriteItems with checks on the other keys (so a version check
 // runs on the one copy, wherever it is). With a checked layout the chunks
 // (and S3 objects) are named after the item's logical key (base and id;
-// chunk.Key.Name), not its physical key, so that shard.Rebalance moves
+// chunk.Key.Name), not its physical key, so that shard.Table.Rebalance moves
 // the item without separating it from its value; Sweep leaves such
 // chunks alone. With an Unchecked layout, whose items never move, they
 // are named as the guide names them, after the physical key.
@@ -134,7 +135,7 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 	}
 	// The store writes the parent itself, past shard.Table's check, at
 	// the base's newest shard count, which the record tells.
-	if err := r.layout.Record(ctx, r.c, base); err != nil {
+	if err := history.Record(ctx, r.c, r.layout, base); err != nil {
 		return err
 	}
 	key, err := r.chunkKey(base, id)

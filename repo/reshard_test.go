@@ -38,7 +38,7 @@ func TestReshard(t *testing.T) {
 		}
 		put(0, 12)
 		for _, base := range []string{"d", "t"} {
-			if _, err := l.Reshard(ctx, s.Client(), base, 8); err != nil {
+			if _, err := admin(t, s.Client(), l).Reshard(ctx, base, 8); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -69,7 +69,7 @@ func TestReshard(t *testing.T) {
 				t.Errorf("Get %s after Delete: %v, want ErrNotFound", tc.id, err)
 			}
 		}
-		if h, err := l.Shards(ctx, s.Client(), "t"); err != nil || len(h) != 2 {
+		if h, err := admin(t, s.Client(), l).Shards(ctx, "t"); err != nil || len(h) != 2 {
 			t.Errorf("history of t: %v, %v", h, err)
 		}
 	})
@@ -111,7 +111,7 @@ func TestReshardLargeValues(t *testing.T) {
 			}
 			want[d.ID] = d
 		}
-		if _, err := l.Reshard(ctx, c, "b", 8); err != nil {
+		if _, err := admin(t, c, l).Reshard(ctx, "b", 8); err != nil {
 			t.Fatal(err)
 		}
 		// Read and write back half of them under the new history: the
@@ -130,7 +130,7 @@ func TestReshardLargeValues(t *testing.T) {
 			}
 			want[id] = put
 		}
-		p, err := shard.Rebalance(ctx, c, l, "b")
+		p, err := admin(t, c, l).Rebalance(ctx, "b")
 		if err != nil || p.Moved == 0 || p.Retired == nil {
 			t.Fatalf("Rebalance: %+v, %v; want items moved and the old count retired", p, err)
 		}
@@ -150,4 +150,15 @@ func TestReshardLargeValues(t *testing.T) {
 			}
 		}
 	})
+}
+
+// admin is a Table on l through c, for the per-base operations (Reshard,
+// Shards, Rebalance), which a Repo leaves to its layout's Table.
+func admin(t *testing.T, c shard.Client, l shard.Layout) *shard.Table[map[string]any] {
+	t.Helper()
+	tbl, err := shard.NewTable[map[string]any](c, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }

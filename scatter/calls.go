@@ -17,7 +17,7 @@ import (
 // (or as they arrive, with Options.Unordered), under the Scatter's
 // Options with optFns applied for this call. Nothing is sent before the
 // first iteration; then the layout is checked against base's record
-// (shard.Layout.Verify) and every shard is queried in parallel,
+// (shard.Table.Shards) and every shard is queried in parallel,
 // paginating through each. Breaking out of the loop, or cancelling ctx,
 // cancels the requests in flight and waits for them before the loop ends.
 //

@@ -19,7 +19,7 @@ import (
 // While a base's history holds more than one shard count, one item may be
 // in two shards at once: written under an older count and again under the
 // newest (Put leaves the older copy), or half-way through a move by
-// shard.Rebalance (put at the new key, then deleted at the old). Copies
+// shard.Table.Rebalance (put at the new key, then deleted at the old). Copies
 // have the same sort key, so the ordered merge returns them next to each
 // other (ties go by suffix), and All and Page return one of them: under a
 // calculated strategy (the sort key is the id, as in shard.Table) the copy

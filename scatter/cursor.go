@@ -32,12 +32,12 @@ import (
 // in the cursor. A cursor records neither N nor the set of shards (unless
 // Options.Suffixes names a subset): each Page reads every suffix of the
 // base's shard-count history as it stands then, so a cursor made before a
-// shard.Layout.Reshard resumes exactly after it, the new shards being read
+// shard.Table.Reshard resumes exactly after it, the new shards being read
 // from the recorded position on. Only a Rebalance that shrinks a base
 // retires suffixes; a cursor positioned in one of them is then rejected
 // (CursorOutOfRange) after the layout check. An ordered cursor also
 // records an 8-byte digest of the item it stopped at (its attributes but
-// the partition key), so that if a shard.Rebalance moves that item to a
+// the partition key), so that if a shard.Table.Rebalance moves that item to a
 // shard the merge reads after it, the next Page does not return it again.
 type Cursor string
 

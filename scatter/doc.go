@@ -10,8 +10,8 @@
 // Scatter does it for the table one shard.Layout describes (table or
 // index, partition key, sort key and its type, strategy, separator), the
 // same value the writers use. N is each base's own: a base records the
-// shard counts it was written with (shard.Layout.Shards, changed by
-// shard.Layout.Reshard), and every call reads suffixes 1..max of that
+// shard counts it was written with (shard.Table.Shards, changed by
+// shard.Table.Reshard), and every call reads suffixes 1..max of that
 // history, the union of every count's suffixes, each physical key once
 // (see Resharding). Its calls:
 //
@@ -57,7 +57,7 @@
 // Writers through package shard record each base's layout in the table,
 // in an item of its own that no read of data returns. Before the first
 // data request for a base, every call checks the Scatter's layout against
-// that record (shard.Layout.Verify): a Scatter built with another
+// that record (shard.Table.Shards): a Scatter built with another
 // separator, strategy or sort key fails the call with a
 // *shard.LayoutError (errors.Is(err, shard.ErrLayoutMismatch)) instead of
 // silently reading the wrong physical keys, and sends no Query or
@@ -74,14 +74,14 @@
 //
 // # Resharding
 //
-// A base grown from N to M (shard.Layout.Reshard, or a shard.Grower) keeps
+// A base grown from N to M (shard.Table.Reshard, or a shard.Grower) keeps
 // its items where they were written, so a read covers suffixes 1..max of
 // its history: All, Page, Count and Lookup see items written under every
 // count. The merge, limits and cursors are unchanged; a cursor records no
 // N (see Cursor), so one made before a Reshard resumes exactly after it.
 // While the history holds more than one count, one item may be stored
 // twice: written again under the newest count, or half-way through a move
-// by shard.Rebalance. Copies have equal sort keys and come next to each
+// by shard.Table.Rebalance. Copies have equal sort keys and come next to each
 // other in the merge; All and Page return one of them: under a calculated
 // strategy the copy at the suffix the newest count gives the id (the sort
 // key), and under Random only copies equal in every attribute count as
@@ -89,7 +89,7 @@
 // merge instead of Select COUNT (the same read units, more bytes).
 // Unordered reads and Lookup return every copy, and a Filter applies to
 // each copy on its own: an older copy it keeps is returned when it removes
-// the newer one. After shard.Rebalance there are no copies. A Rebalance that shrinks a base retires
+// the newer one. After shard.Table.Rebalance there are no copies. A Rebalance that shrinks a base retires
 // suffixes, and a cursor positioned in one is then rejected
 // (CursorOutOfRange).
 //
@@ -236,7 +236,7 @@
 // cursor made for anything else, and any garbled, truncated or
 // out-of-range cursor, with a *CursorError (ErrInvalidCursor) before
 // sending a request. The one exception is a position in a suffix the
-// base no longer has (a shrinking shard.Rebalance retired it), which only
+// base no longer has (a shrinking shard.Table.Rebalance retired it), which only
 // the layout check can tell. Out-of-range
 // includes a position DynamoDB would refuse: a sort key of another type
 // than the layout's SortKeyType, values of one attribute of different

@@ -2,7 +2,7 @@ package scatter
 
 import "slices"
 
-// A base's shard count may change (shard.Layout.Reshard): a call reads the
+// A base's shard count may change (shard.Table.Reshard): a call reads the
 // suffixes of every count in the base's history, which the layout check
 // reads, so the plan is widened after it, and a cursor decoded before it.
 

@@ -44,7 +44,7 @@ type plan struct {
 	desc      bool
 	ordered   bool
 	cond      sortCond // the parsed KeyCondition
-	history   []int    // the base's shard counts (shard.Layout.Shards), set by widen
+	history   []int    // the base's shard counts (shard.Table.Shards), set by widen
 	copies    bool     // an item may be in several shards at once (see copies.go)
 
 	keyCond, filter, projection string
@@ -383,7 +383,7 @@ func (p *plan) esk(ord int, key []types.AttributeValue) map[string]types.Attribu
 // fingerprint identifies what a cursor may resume: the same items in the
 // same order, under the same layout. The layout's N is left out, and so is
 // the suffix set unless Options.Suffixes names one other than 1..N: a
-// base's shard count may change between two pages (shard.Layout.Reshard),
+// base's shard count may change between two pages (shard.Table.Reshard),
 // and every page reads the suffixes of the base's history at its time.
 // Projection, consistency, page size and Unchecked do not change that.
 func fingerprint(p *plan) [16]byte {

@@ -496,7 +496,7 @@ func TestRebalanceCursor(t *testing.T) {
 		if _, err := tbl.Reshard(ctx, "day", 16); err != nil {
 			t.Fatal(err)
 		}
-		if p, err := shard.Rebalance(ctx, c, l, "day"); err != nil || p.Moved == 0 {
+		if p, err := tbl.Rebalance(ctx, "day"); err != nil || p.Moved == 0 {
 			t.Fatalf("Rebalance: %+v, %v", p, err)
 		}
 		for i, cur := range cursors {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/adapt"
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/history"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -24,7 +25,7 @@ const DefaultMaxConcurrency = 32
 
 // Client is the part of *dynamodb.Client a Scatter uses: Query for All,
 // Page and Count, BatchGetItem for Lookup, and GetItem to read a base's
-// layout record (see [shard.Layout.Verify]). *dynamodb.Client implements
+// layout record (see [shard.Table.Shards]). *dynamodb.Client implements
 // it.
 type Client interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
@@ -228,7 +229,7 @@ func (s *Scatter) verify(ctx context.Context, p *plan) error {
 	if p.o.ConsistentRead {
 		l.HistoryTTL = -1
 	}
-	h, err := l.Shards(ctx, s.c, p.base)
+	h, err := history.Shards(ctx, s.c, l, p.base)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ type GrowOptions struct {
 	Sustain int
 	// Factor multiplies N on each grow. Zero means 2, which keeps half of
 	// a Hash base's items on their suffix and so makes the cheapest Get
-	// probe (see Layout.Reshard).
+	// probe (see Table.Reshard).
 	Factor int
 	// MaxN caps the N a grow reaches. Zero means 256.
 	MaxN int
@@ -108,7 +108,7 @@ type GrowStats struct {
 // the Table's Put, Update and Load see them (every SDK attempt, and every
 // item BatchWriteItem leaves unprocessed), and when Sustain windows in a
 // row are hot it reshards the base to Factor times its N (up to MaxN) with
-// [Layout.Reshard], from the goroutine of the write that closed the last
+// [Table.Reshard], from the goroutine of the write that closed the last
 // window. Every decision is counted in Stats and passed to OnDecision. A
 // Grower keeps a little state per base and judges bases by name, so use
 // one per table. It is safe for concurrent use.

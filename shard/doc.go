@@ -25,7 +25,7 @@
 // A [Layout] describes one sharded table: its name, key attributes, strategy
 // and codec. Every dynashard entry point is built from a Layout, and each
 // checks it against the layout recorded for a base before its first data
-// request ([Layout.Record] before writes, [Layout.Verify] before reads). The
+// request (see [Table.Shards]; the first write to a base writes it). The
 // record is one item per base, at partition key base + "#dynashard" (never
 // a physical key: those end in a digit), written with a conditional put so
 // that processes racing with different layouts agree. A mismatch in
@@ -39,9 +39,9 @@
 // # Resharding
 //
 // N is each base's own. The record keeps the base's history of shard
-// counts, oldest first ([Layout.Shards]): a base starts with the Layout's
+// counts, oldest first ([Table.Shards]): a base starts with the Layout's
 // N when it is first written (so the Layout's N is the default for new
-// bases), and [Layout.Reshard] (or a [Grower], under sustained
+// bases), and [Table.Reshard] (or a [Grower], under sustained
 // throttling) appends a new count. Reads cover every count: package
 // scatter queries suffixes 1..max of the history, and [Table.Get] reads
 // every key the history gives the id. The protocol keeps every per-item
@@ -74,7 +74,7 @@
 //     So an item has at most one copy, a condition is tested on that copy,
 //     and a write never moves an item. Such writes set the hidden
 //     attribute dynashard:w (16 hex characters) to a fresh value.
-//   - Moves. Only [Rebalance] moves items, each with one transaction (a
+//   - Moves. Only [Table.Rebalance] moves items, each with one transaction (a
 //     Put at the newest count's key if nothing is there, and a Delete at
 //     the old key if the item's dynashard:w is unchanged), after waiting a
 //     fence so that no process still writes under the count before the
@@ -124,7 +124,9 @@
 // was lost applies twice, as with any DynamoDB client: a Delete of the
 // item between the two attempts is undone by the second (DynamoDB's
 // plain writes are at-least-once under retries; a transaction carries
-// one ClientRequestToken for every attempt and is exactly-once). Scatter
+// one ClientRequestToken for every attempt and is exactly-once).
+// Options.ExactlyOnce closes that gap for Put, Update and Delete, at a
+// transaction's cost; Load's batches stay at-least-once. Scatter
 // reads are Queries, not snapshots; one that overlaps a Rebalance never returns an item twice
 // but may miss an item moved during it between the two suffixes (the
 // item is not lost: a later read finds it). An Update while the history

@@ -20,7 +20,7 @@ import (
 // would be a new format, not a new meaning of this one. A program in
 // another language that shares a table with dynashard must follow it to
 // read a base, and, to write one whose shard count may change (after a
-// [Layout.Reshard] or under a [Grower]), must also follow the rules of
+// [Table.Reshard] or under a [Grower]), must also follow the rules of
 // writing under it.
 //
 // Key. The record of base B is the item whose partition key (S) is

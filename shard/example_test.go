@@ -170,7 +170,7 @@ func ExampleTable_Load() {
 	// not written: 2014-07-09 true
 }
 
-func ExampleLayout_Reshard() {
+func ExampleTable_Reshard() {
 	ctx := context.Background()
 	srv, err := dynashardtest.NewServer()
 	if err != nil {
@@ -197,7 +197,7 @@ func ExampleLayout_Reshard() {
 	// The day turns out hotter than planned: double its shards. Reshard
 	// returns once every process writes new items under 16 (the fence:
 	// 2 × HistoryTTL); the items written with 8 stay where they are.
-	h, err := layout.Reshard(ctx, srv.Client(), "2014-07-09", 16)
+	h, err := orders.Reshard(ctx, "2014-07-09", 16)
 	fmt.Println(h, err)
 	_ = orders.Put(ctx, "2014-07-09", ExampleOrder{ID: "ORD-00000002", Amount: 2})
 	for _, id := range []string{"ORD-00000001", "ORD-00000002"} {
@@ -209,10 +209,9 @@ func ExampleLayout_Reshard() {
 	// 8 under both counts) and retires N = 8. This process is the
 	// table's only writer and knows the new N already, so it need not
 	// wait for other processes' caches (Wait: 2 × HistoryTTL).
-	p, err := shard.Rebalance(ctx, srv.Client(), layout, "2014-07-09",
-		func(o *shard.RebalanceOptions) { o.Wait = -1 })
+	p, err := orders.Rebalance(ctx, "2014-07-09", func(o *shard.RebalanceOptions) { o.Wait = -1 })
 	fmt.Println(p.Moved, p.Retired, err)
-	h, err = layout.Shards(ctx, srv.Client(), "2014-07-09")
+	h, err = orders.Shards(ctx, "2014-07-09")
 	fmt.Println(h, err)
 	// Output:
 	// [8 16] <nil>

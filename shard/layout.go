@@ -16,7 +16,7 @@ import (
 // from a Layout (NewTable, scatter.New, repo.New, the CLI), so no caller
 // restates any part of it, and each entry point checks it against the
 // layout recorded in the table before its first data request for a base
-// (see [Layout.Verify]). A Layout is a value, safe to copy and to share.
+// (see [Table.Shards]). A Layout is a value, safe to copy and to share.
 type Layout struct {
 	// Table is the table name.
 	Table string
@@ -48,7 +48,7 @@ type Layout struct {
 	// layout has no shard-count history: it always uses Strategy's N.
 	Unchecked bool
 	// HistoryTTL bounds how long a process trusts its cached copy of a
-	// base's shard-count history (see [Layout.Shards]) before reading the
+	// base's shard-count history (see [Table.Shards]) before reading the
 	// record again. With it comes the fence, HistoryTTL plus
 	// max(HistoryTTL, 1 s): every request made from a cached history must
 	// be done within the fence of reading it (or fails with ErrTooLate),
@@ -132,7 +132,7 @@ func (l Layout) sortType() types.ScalarAttributeType {
 // N returns the Strategy's shard count, or 0 without a strategy: the N of
 // bases written for the first time, and of every base of an Unchecked
 // layout. A base already written keeps its own recorded history
-// ([Layout.Shards]).
+// ([Table.Shards]).
 func (l Layout) N() int {
 	if l.Strategy == nil {
 		return 0

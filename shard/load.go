@@ -123,7 +123,7 @@ type loadEntry struct {
 // bounded memory; within one physical key the input order is kept.
 //
 // Before the first item of each base is sent, the base's layout record is
-// checked or written ([Layout.Record]: one GetItem per base and client per
+// checked or written ([Table.Shards]: one GetItem per base and client per
 // Layout.HistoryTTL, plus a PutItem for a base never written); items of a
 // base whose record disagrees fail with a *LayoutError and are not sent.
 // Each item is written at its base's newest shard count as of then.

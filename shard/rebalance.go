@@ -22,7 +22,7 @@ import (
 // sweeps the key again) or to holds it already, which the single-copy invariant
 // excludes but a table written by an earlier version may hold: that copy
 // is the one reads returned first, and from is deleted.
-func (l Layout) move(ctx context.Context, c RebalanceClient, item map[string]types.AttributeValue, from, to string) (moveOutcome, error) {
+func (l Layout) move(ctx context.Context, c rebalanceClient, item map[string]types.AttributeValue, from, to string) (moveOutcome, error) {
 	put := maps.Clone(item)
 	put[l.PartitionKey] = &types.AttributeValueMemberS{Value: to}
 	delete(put, attrToken)
@@ -74,17 +74,17 @@ const (
 	raced                      // a write came between the read and the move: read again
 )
 
-// RebalanceClient is the part of *dynamodb.Client that [Rebalance] uses.
-type RebalanceClient interface {
-	ReshardClient
+// rebalanceClient is what Rebalance needs of a client.
+type rebalanceClient interface {
+	reshardClient
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
-var _ RebalanceClient = (*dynamodb.Client)(nil)
+var _ rebalanceClient = (*dynamodb.Client)(nil)
 
-// RebalanceOptions configures [Rebalance]. The zero value is the default.
+// RebalanceOptions configures [Table.Rebalance]. The zero value is the default.
 type RebalanceOptions struct {
 	// After skips suffixes 1..After: to resume an interrupted Rebalance
 	// of a large base, pass the Suffix of its last RebalanceProgress. Zero
@@ -103,7 +103,7 @@ type RebalanceOptions struct {
 	OnProgress func(RebalanceProgress)
 }
 
-// RebalanceProgress counts what a [Rebalance] has done.
+// RebalanceProgress counts what a [Table.Rebalance] has done.
 type RebalanceProgress struct {
 	// Suffix is the last suffix swept entirely, of Suffixes (1..Suffixes
 	// are swept in order).
@@ -116,34 +116,8 @@ type RebalanceProgress struct {
 	Retired []int
 }
 
-// Rebalance moves every item of base to the suffix the newest count of
-// the base's history gives it, and then retires the older counts, so that
-// reads query one suffix set again (1..N) and a Get costs one request.
-// Each item is moved with one transaction: a Put at the new key if
-// nothing is there, and a Delete at the old key if the item is still the
-// one read (see "Resharding" in the package doc); an item written between
-// its read and its move is read again. Concurrent writes, Deletes and
-// conditional writes of the same items are linearizable with the moves.
-// A Rebalance stopped at any point leaves every item in exactly one
-// place; a re-run is always safe and finishes the job, and
-// RebalanceOptions.After resumes a large base where the last one stopped.
-// Under Random, only items in suffixes above the newest count move (to a
-// random suffix of it): growing a Random base needs no move at all.
-//
-// Before the sweep Rebalance waits RebalanceOptions.Wait, so that no
-// process still writes under an older count; the history is retired with
-// a conditional update on the record's revision, which fails with
-// ErrConflict if the history changed meanwhile (a Reshard: run Rebalance
-// again). A base without a record, or with a history of one count, has
-// nothing to do; one whose newest count is still pending (a Reshard under
-// way) is ErrConflict. Moves need transactions: on a server without them
-// Rebalance fails with ErrNoTransactions.
-//
-// It returns an error matching ErrInvalid before any request for an
-// invalid or Unchecked layout, a layout without a sort key, a calculated
-// one whose sort key is not a string (the id), or a Strategy that is not
-// Resizable.
-func Rebalance(ctx context.Context, c RebalanceClient, l Layout, base string, optFns ...func(*RebalanceOptions)) (RebalanceProgress, error) {
+// rebalance is Table.Rebalance for any client and layout.
+func rebalance(ctx context.Context, c rebalanceClient, l Layout, base string, optFns ...func(*RebalanceOptions)) (RebalanceProgress, error) {
 	var o RebalanceOptions
 	for _, f := range optFns {
 		if f != nil {
@@ -215,7 +189,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (l Layout) checkRebalance(ctx context.Context, c RebalanceClient) error {
+func (l Layout) checkRebalance(ctx context.Context, c rebalanceClient) error {
 	if ctx == nil || errs.IsNil(c) {
 		return fmt.Errorf("%w: Rebalance: nil ctx or client", ErrInvalid)
 	}
@@ -237,7 +211,7 @@ func (l Layout) checkRebalance(ctx context.Context, c RebalanceClient) error {
 }
 
 // retire replaces the history of rec with its newest count.
-func (l Layout) retire(ctx context.Context, c ReshardClient, base string, rec record) error {
+func (l Layout) retire(ctx context.Context, c reshardClient, base string, rec record) error {
 	newest := []int{rec.shards[len(rec.shards)-1]}
 	err := l.setHistory(ctx, c, base, rec.rev, newest, false)
 	if isCondFailed(err) {
@@ -252,7 +226,7 @@ func (l Layout) retire(ctx context.Context, c ReshardClient, base string, rec re
 // sweeper moves the misplaced items of one base.
 type sweeper struct {
 	l      Layout
-	c      RebalanceClient
+	c      rebalanceClient
 	base   string
 	newest int
 	s      Strategy // at newest
@@ -328,4 +302,38 @@ func (sw *sweeper) home(item map[string]types.AttributeValue, suffix int) (int, 
 	}
 	to := sw.s.Pick(id.Value)
 	return to, to != suffix
+}
+
+// Rebalance moves every item of base to the suffix the newest count of
+// the base's history gives it, and then retires the older counts, so that
+// reads query one suffix set again (1..N) and a Get costs one request.
+// Each item is moved with one transaction: a Put at the new key if
+// nothing is there, and a Delete at the old key if the item is still the
+// one read (see "Resharding" in the package doc); an item written between
+// its read and its move is read again. Concurrent writes, Deletes and
+// conditional writes of the same items are linearizable with the moves.
+// A Rebalance stopped at any point leaves every item in exactly one
+// place; a re-run is always safe and finishes the job, and
+// RebalanceOptions.After resumes a large base where the last one stopped.
+// Under Random, only items in suffixes above the newest count move (to a
+// random suffix of it): growing a Random base needs no move at all.
+//
+// Before the sweep Rebalance waits RebalanceOptions.Wait, so that no
+// process still writes under an older count; the history is retired with
+// a conditional update on the record's revision, which fails with
+// ErrConflict if the history changed meanwhile (a Reshard: run Rebalance
+// again). A base without a record, or with a history of one count, has
+// nothing to do; one whose newest count is still pending (a Reshard under
+// way) is ErrConflict. Moves need transactions: on a server without them
+// Rebalance fails with ErrNoTransactions.
+//
+// It returns an error matching ErrInvalid before any request for an
+// invalid or Unchecked layout, a layout without a sort key, a calculated
+// one whose sort key is not a string (the id), or a Strategy that is not
+// Resizable.
+func (t *Table[T]) Rebalance(ctx context.Context, base string, optFns ...func(*RebalanceOptions)) (RebalanceProgress, error) {
+	if err := t.made(); err != nil {
+		return RebalanceProgress{}, err
+	}
+	return rebalance(ctx, t.c, t.l, base, optFns...)
 }

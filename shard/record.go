@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/history"
 )
 
 // The record of a base's layout is an ordinary item of the table, under
@@ -38,30 +39,30 @@ const (
 	recordVersion = "v1 "
 )
 
-// RecordReader is the part of *dynamodb.Client that [Layout.Verify] uses.
-// A client that also has DescribeTable (as *dynamodb.Client does) gets a
-// *LayoutError naming the key attributes when the Layout's key attributes
-// are not the table's: DynamoDB refuses the record read with a
-// ValidationException, and one DescribeTable then says which key differs.
-// Without DescribeTable (or the permission for it) that case is the SDK's
-// error, wrapped.
-type RecordReader interface {
+// recordReader is what a read of a base's record needs. A client that
+// also has DescribeTable (as *dynamodb.Client does) gets a *LayoutError
+// naming the key attributes when the Layout's key attributes are not the
+// table's: DynamoDB refuses the record read with a ValidationException,
+// and one DescribeTable then says which key differs. Without
+// DescribeTable (or the permission for it) that case is the SDK's error,
+// wrapped.
+type recordReader interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
-// tableDescriber is the optional part of a RecordReader that explains a
+// tableDescriber is the optional part of a recordReader that explains a
 // refused record read.
 type tableDescriber interface {
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 }
 
-// RecordClient is the part of *dynamodb.Client that [Layout.Record] uses.
-type RecordClient interface {
-	RecordReader
+// recordClient is what writing a base's record needs.
+type recordClient interface {
+	recordReader
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
-var _ RecordClient = (*dynamodb.Client)(nil)
+var _ recordClient = (*dynamodb.Client)(nil)
 
 // LayoutError reports a layout that disagrees with the one recorded for a
 // base, or with the table's own key schema. It matches ErrLayoutMismatch.
@@ -75,7 +76,7 @@ type LayoutError struct {
 	Stored string // the recorded one, in the same form; or the table's key schema (Keys set)
 	// Keys is set when the Layout's key attributes are not the table's
 	// (DynamoDB refused the record read, and DescribeTable told why; see
-	// [RecordReader]): one entry per differing key attribute, in Want's
+	// recordReader): one entry per differing key attribute, in Want's
 	// notation, such as "sk=tag:S, the table's sk=sk:S" or "pk=gpk, the
 	// table's pk=pk". Stored is then the table's key schema, such as
 	// "orders: pk=pk sk=sk:S".
@@ -97,37 +98,27 @@ func (e *LayoutError) Error() string {
 
 func (e *LayoutError) Is(target error) bool { return target == ErrLayoutMismatch }
 
-// Verify checks l against the record of base before a read. A base
-// without a record (nothing written through dynashard yet) passes; one
-// whose record differs in anything but N is a *LayoutError (N is the
-// base's own: see [Layout.Shards]), and so is a Layout whose key
-// attributes are not the table's (see [RecordReader]); a record that
-// dynashard did not write is an error matching ErrMalformedRecord. A
-// match is cached with the base's shard-count history for
-// [Layout.HistoryTTL], so a process pays one consistent GetItem (one read
-// unit) per base and client at most that often; a base without a record
-// costs that read on every call. An Unchecked layout sends nothing.
-func (l Layout) Verify(ctx context.Context, c RecordReader, base string) error {
-	_, err := l.Shards(ctx, c, base)
-	return err
+func init() {
+	history.Shards = func(ctx context.Context, c history.Reader, layout any, base string) ([]int, error) {
+		return layout.(Layout).shardsOf(ctx, c, base)
+	}
+	history.Record = func(ctx context.Context, c history.Writer, layout any, base string) error {
+		l := layout.(Layout)
+		_, err := l.recorded(ctx, c, base, l.historyTTL())
+		return err
+	}
 }
 
-// Shards returns the shard-count history of base, oldest first, after
-// checking l against the base's record as Verify does: a read covers
-// suffixes 1..max of the history, and the last count is the N writers use
-// (once a Reshard's fence has passed: until then the one before it). A
-// base without a record (and an Unchecked layout, which reads nothing)
-// has the history [l.N()]. The result comes from a cache no older than
-// [Layout.HistoryTTL]; the caller may keep it but not change it. A nil ctx
-// or client is an error matching ErrInvalid.
-func (l Layout) Shards(ctx context.Context, c RecordReader, base string) ([]int, error) {
+// shardsOf is Table.Shards for any reader of the record: scatter's
+// client too, through internal/history.
+func (l Layout) shardsOf(ctx context.Context, c recordReader, base string) ([]int, error) {
 	v, err := l.history(ctx, c, base, l.historyTTL())
 	return v.shards, err
 }
 
-// history is Shards returning the view, with a bound on the cached
+// history is shardsOf returning the view, with a bound on the cached
 // entry's age; maxAge 0 reads the record.
-func (l Layout) history(ctx context.Context, c RecordReader, base string, maxAge time.Duration) (view, error) {
+func (l Layout) history(ctx context.Context, c recordReader, base string, maxAge time.Duration) (view, error) {
 	if ctx == nil || errs.IsNil(c) {
 		return view{}, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
 	}
@@ -150,22 +141,13 @@ func (l Layout) history(ctx context.Context, c RecordReader, base string, maxAge
 	})
 }
 
-// Record checks l against the record of base before a write, and writes
-// the record if there is none, with a conditional put so that processes
-// racing with different layouts agree: exactly one record is written, and
-// every layout that differs from it in anything but N then fails with a
-// *LayoutError. A new base's history starts as [l.N()], so l's N is the
-// default for bases not yet written; a base written before keeps its own
-// history (see [Layout.Reshard]). It costs one consistent GetItem per base
-// and process per [Layout.HistoryTTL], plus one PutItem the first time a
-// base is written. An Unchecked layout sends nothing.
-func (l Layout) Record(ctx context.Context, c RecordClient, base string) error {
-	_, err := l.recorded(ctx, c, base, l.historyTTL())
-	return err
-}
-
-// recorded is Record returning the base's view.
-func (l Layout) recorded(ctx context.Context, c RecordClient, base string, maxAge time.Duration) (view, error) {
+// recorded checks l against the record of base before a write, and
+// writes the record if there is none, with a conditional put so that
+// processes racing with different layouts agree: exactly one record is
+// written, and every layout that differs from it in anything but N then
+// fails with a *LayoutError. A new base's history starts as [l.N()]. It
+// returns the base's view, from the cache if no older than maxAge.
+func (l Layout) recorded(ctx context.Context, c recordClient, base string, maxAge time.Duration) (view, error) {
 	if ctx == nil || errs.IsNil(c) {
 		return view{}, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
 	}
@@ -178,7 +160,7 @@ func (l Layout) recorded(ctx context.Context, c RecordClient, base string, maxAg
 	return views.once(ctx, l, base, "record", func() (view, error) { return l.record(ctx, c, base) })
 }
 
-func (l Layout) record(ctx context.Context, c RecordClient, base string) (view, error) {
+func (l Layout) record(ctx context.Context, c recordClient, base string) (view, error) {
 	for range 2 {
 		at := time.Now()
 		rec, ok, err := l.readRecord(ctx, c, base)
@@ -251,7 +233,7 @@ func (l Layout) recordKey(base string) (map[string]types.AttributeValue, error) 
 	return key, nil
 }
 
-func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (record, bool, error) {
+func (l Layout) readRecord(ctx context.Context, c recordReader, base string) (record, bool, error) {
 	key, err := l.recordKey(base)
 	if err != nil {
 		return record{}, false, err
@@ -294,7 +276,7 @@ func (l Layout) readRecord(ctx context.Context, c RecordReader, base string) (re
 // name DynamoDB refuses), and no text says which attribute is wrong. The
 // table's description does, and asking for it only on this failure costs
 // nothing on the path that works. It is not a data request.
-func (l Layout) keyMismatch(ctx context.Context, c RecordReader, base string, err error) *LayoutError {
+func (l Layout) keyMismatch(ctx context.Context, c recordReader, base string, err error) *LayoutError {
 	var ae smithy.APIError
 	d, ok := c.(tableDescriber)
 	if !ok || !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" {
@@ -431,12 +413,12 @@ func parseRecord(item map[string]types.AttributeValue) (record, error) {
 // maxRev bounds a record's revision, far below where an int64 wraps.
 const maxRev = 1 << 53
 
-func (l Layout) writeRecord(ctx context.Context, c RecordClient, base string) error {
+func (l Layout) writeRecord(ctx context.Context, c recordClient, base string) error {
 	return l.writeRecordN(ctx, c, base, l.N())
 }
 
 // writeRecordN writes a new record with the history [n].
-func (l Layout) writeRecordN(ctx context.Context, c RecordClient, base string, n int) error {
+func (l Layout) writeRecordN(ctx context.Context, c recordClient, base string, n int) error {
 	item, err := l.recordKey(base)
 	if err != nil {
 		return err

@@ -15,15 +15,14 @@ import (
 	"github.com/dynashard/dynashard/internal/errs"
 )
 
-// ReshardClient is the part of *dynamodb.Client that [Layout.Reshard]
-// uses.
-type ReshardClient interface {
-	RecordClient
+// reshardClient is what Reshard needs of a client.
+type reshardClient interface {
+	recordClient
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 }
 
-var _ ReshardClient = (*dynamodb.Client)(nil)
+var _ reshardClient = (*dynamodb.Client)(nil)
 
 // Resizable is a Strategy that can be made with another shard count,
 // which a base's history of counts needs: its items are written with the
@@ -42,7 +41,7 @@ func (s codePointStrategy) WithN(n int) Strategy { return codePointStrategy(n) }
 
 // MaxHistory bounds a base's shard-count history: every count in it may
 // cost a Get one more request, so a longer one should be rebalanced
-// ([Rebalance]) first.
+// ([Table.Rebalance]) first.
 const MaxHistory = 8
 
 // withN returns s with shard count n.
@@ -65,38 +64,8 @@ func withN(s Strategy, n int) (Strategy, error) {
 // suffixes are 1..N for every N, so their union is 1..max(h).
 func span(h []int) int { return slices.Max(h) }
 
-// Reshard makes n the shard count that writers of base use, and returns
-// the base's new history. It is done in two steps (see "Resharding" in
-// the package doc): n is appended to the history in the base's record as
-// pending, with a conditional update on the record's revision so that
-// concurrent Reshards and first writers agree; from then on every process
-// that reads the record reads n's suffixes too, and writes items whose
-// keys differ between the counts with transactions. After the fence
-// (twice the layout's HistoryTTL, at least HistoryTTL + 1 s), when no
-// process can still act on the history without n, n becomes the count
-// writers use. Reshard waits for that (honouring ctx); if it is
-// interrupted, the next Reshard to n, or any writer of the base once the
-// fence has passed, finishes it. A base without a record gets one with
-// the history [n] at once: this is how a base is planned before its first
-// write. If the history already ends with n, nothing is written.
-//
-// Items already written stay where they are, and every entry point finds
-// them: reads cover the suffixes of every N in the history, and a Get
-// reads every key the history gives the id. [Rebalance] moves them to the
-// newest count's keys and shrinks the history back to [n]. With Hash and
-// CodePointProduct, multiplying N by k leaves 1/k of a base's items on the
-// suffix the new N gives them (suffix-1 is the id's hash mod N), and an
-// item whose keys coincide under every count is read and written as if
-// the base had one count.
-//
-// It returns an error matching ErrInvalid, before any request, for an
-// invalid or Unchecked layout, an n outside 1..MaxN, or a Strategy that is
-// not Resizable; ErrNoTransactions, before changing anything, on a server
-// without transactions; and one matching ErrConflict if n is already in
-// the history but not its last (a count may come back only after a
-// Rebalance), if the history has MaxHistory counts, or if the record kept
-// changing.
-func (l Layout) Reshard(ctx context.Context, c ReshardClient, base string, n int) ([]int, error) {
+// resize is Table.Reshard: announce n, wait for the fence, activate.
+func (l Layout) resize(ctx context.Context, c reshardClient, base string, n int) ([]int, error) {
 	v, err := l.reshard(ctx, c, base, n)
 	if err != nil || !v.pending {
 		return v.shards, err
@@ -110,7 +79,7 @@ func (l Layout) Reshard(ctx context.Context, c ReshardClient, base string, n int
 
 // reshard announces n as base's pending count and returns the view it
 // wrote (or the record's, if it needs no change).
-func (l Layout) reshard(ctx context.Context, c ReshardClient, base string, n int) (view, error) {
+func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int) (view, error) {
 	if err := l.checkReshard(ctx, c, n); err != nil {
 		return view{}, err
 	}
@@ -174,7 +143,7 @@ func (l Layout) reshard(ctx context.Context, c ReshardClient, base string, n int
 
 // activate makes v's pending count the writers' (if the record is still
 // at v's revision) and returns the record's view after.
-func (l Layout) activate(ctx context.Context, c ReshardClient, base string, v view) (view, error) {
+func (l Layout) activate(ctx context.Context, c reshardClient, base string, v view) (view, error) {
 	err := l.setHistory(ctx, c, base, v.rev, v.shards, false)
 	if err != nil && !isCondFailed(err) {
 		return view{}, err
@@ -186,7 +155,7 @@ func (l Layout) activate(ctx context.Context, c ReshardClient, base string, v vi
 // activateDue activates v's pending count if this process saw it pending
 // at least the fence ago: every process that could act on the history
 // before it is done by then.
-func (l Layout) activateDue(ctx context.Context, c ReshardClient, base string, v view) (view, error) {
+func (l Layout) activateDue(ctx context.Context, c reshardClient, base string, v view) (view, error) {
 	if !v.pending || time.Since(views.seen(l, base, v)) < l.fence() {
 		return v, nil
 	}
@@ -195,7 +164,7 @@ func (l Layout) activateDue(ctx context.Context, c ReshardClient, base string, v
 
 // probeTransactions fails with ErrNoTransactions if the server answers a
 // TransactGetItems of base's record with an unknown operation.
-func (l Layout) probeTransactions(ctx context.Context, c ReshardClient, base string) error {
+func (l Layout) probeTransactions(ctx context.Context, c reshardClient, base string) error {
 	key, err := l.recordKey(base)
 	if err != nil {
 		return err
@@ -210,7 +179,7 @@ func (l Layout) probeTransactions(ctx context.Context, c ReshardClient, base str
 	return nil // any other error shows up in the record read that follows
 }
 
-func (l Layout) checkReshard(ctx context.Context, c ReshardClient, n int) error {
+func (l Layout) checkReshard(ctx context.Context, c reshardClient, n int) error {
 	if ctx == nil || errs.IsNil(c) {
 		return fmt.Errorf("%w: Reshard: nil ctx or client", ErrInvalid)
 	}
@@ -233,7 +202,7 @@ func isCondFailed(err error) bool {
 }
 
 // setHistory replaces the record's history if its revision is still rev.
-func (l Layout) setHistory(ctx context.Context, c ReshardClient, base string, rev int, h []int, pending bool) error {
+func (l Layout) setHistory(ctx context.Context, c reshardClient, base string, rev int, h []int, pending bool) error {
 	key, err := l.recordKey(base)
 	if err != nil {
 		return err
@@ -265,20 +234,67 @@ func (l Layout) setHistory(ctx context.Context, c ReshardClient, base string, re
 	return err
 }
 
-// Reshard is [Layout.Reshard] on the Table's layout and client.
+// Reshard makes n the shard count that writers of base use, and returns
+// the base's new history. It is done in two steps (see "Resharding" in
+// the package doc): n is appended to the history in the base's record as
+// pending, with a conditional update on the record's revision so that
+// concurrent Reshards and first writers agree; from then on every process
+// that reads the record reads n's suffixes too, and writes items whose
+// keys differ between the counts with transactions. After the fence
+// (twice the layout's HistoryTTL, at least HistoryTTL + 1 s), when no
+// process can still act on the history without n, n becomes the count
+// writers use. Reshard waits for that (honouring ctx); if it is
+// interrupted, the next Reshard to n, or any writer of the base once the
+// fence has passed, finishes it. A base without a record gets one with
+// the history [n] at once: this is how a base is planned before its first
+// write. If the history already ends with n, nothing is written.
+//
+// Items already written stay where they are, and every entry point finds
+// them: reads cover the suffixes of every N in the history, and a Get
+// reads every key the history gives the id. [Table.Rebalance] moves them to the
+// newest count's keys and shrinks the history back to [n]. With Hash and
+// CodePointProduct, multiplying N by k leaves 1/k of a base's items on the
+// suffix the new N gives them (suffix-1 is the id's hash mod N), and an
+// item whose keys coincide under every count is read and written as if
+// the base had one count.
+//
+// It returns an error matching ErrInvalid, before any request, for an
+// invalid or Unchecked layout, an n outside 1..MaxN, or a Strategy that is
+// not Resizable; ErrNoTransactions, before changing anything, on a server
+// without transactions; and one matching ErrConflict if n is already in
+// the history but not its last (a count may come back only after a
+// Rebalance), if the history has MaxHistory counts, or if the record kept
+// changing.
+//
+// Every Table, scatter.Scatter and repo.Repo of this process on the same
+// table, base and layout shape sees the new history at once (the history
+// is cached per process, not per client); other processes see it within
+// the layout's HistoryTTL, which the fence covers.
 func (t *Table[T]) Reshard(ctx context.Context, base string, n int) ([]int, error) {
 	if err := t.made(); err != nil {
 		return nil, err
 	}
-	return t.l.Reshard(ctx, t.c, base, n)
+	return t.l.resize(ctx, t.c, base, n)
 }
 
-// Shards is [Layout.Shards] on the Table's layout and client.
+// Shards returns the shard-count history of base, oldest first, after
+// checking the Layout against the base's record: a read covers suffixes
+// 1..max of the history, and the last count is the N writers use (once a
+// Reshard's fence has passed: until then the one before it). A base
+// without a record (nothing written through dynashard yet; and any base
+// of an Unchecked layout, which reads nothing) has the history [N]. A
+// record that differs in anything but N is a *LayoutError, and so is a
+// Layout whose key attributes are not the table's; a record that
+// dynashard did not write is an error matching ErrMalformedRecord. The
+// result comes from a cache no older than [Layout.HistoryTTL], so a
+// process pays one consistent GetItem (one read unit) per base at most
+// that often (a base without a record, on every call); the caller may
+// keep it but not change it.
 func (t *Table[T]) Shards(ctx context.Context, base string) ([]int, error) {
 	if err := t.made(); err != nil {
 		return nil, err
 	}
-	return t.l.Shards(ctx, t.c, base)
+	return t.l.shardsOf(ctx, t.c, base)
 }
 
 // writeView returns the view a write of base acts under: the base's

@@ -14,7 +14,8 @@ import (
 	"github.com/dynashard/dynashard/internal/errs"
 )
 
-// Client is the part of *dynamodb.Client a [Table] uses.
+// Client is the part of *dynamodb.Client a [Table] uses, Reshard and
+// Rebalance included.
 type Client interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
@@ -23,6 +24,7 @@ type Client interface {
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
 var _ Client = (*dynamodb.Client)(nil)
@@ -68,6 +70,19 @@ type Options struct {
 	Encoder func(*attributevalue.EncoderOptions)
 	// Decoder, if set, adjusts how items are unmarshalled.
 	Decoder func(*attributevalue.DecoderOptions)
+	// ExactlyOnce makes Put, Update and Delete one TransactWriteItems even
+	// while the id has one key. A plain write that the SDK sends again
+	// after an attempt whose answer was lost (a reset, a timeout, a 5xx)
+	// may apply twice, as with any DynamoDB client: a Delete between the
+	// two attempts is undone. A transaction applies once: the SDK sends
+	// every attempt with one ClientRequestToken, and DynamoDB answers a
+	// repeat within 10 minutes with the first outcome. It costs what a
+	// transaction costs (twice the write units of a plain write) and
+	// needs a server with transactions (ErrNoTransactions otherwise:
+	// dynalite). While an id has several keys every write is a
+	// transaction anyway. Load's batches are not affected. Usually set at
+	// NewTable; per call too. Default false: plain writes.
+	ExactlyOnce bool
 	// Grower, if set, is the auto-grow policy: it sees every write
 	// attempt of Put, Update and Load and grows a base's N under sustained
 	// throttling (see [Grower]). It is taken from the Options NewTable
@@ -92,8 +107,9 @@ type Options struct {
 // read back carry the physical key in it.
 //
 // Before its first data request for a base, each call checks the Layout
-// against the base's record ([Layout.Record] for Put, Update and Load,
-// [Layout.Verify] for Get and Delete): a mismatch is a *LayoutError.
+// against the base's record (see [Table.Shards]; Put, Update and Load
+// write the record of a base that has none): a mismatch is a
+// *LayoutError.
 // Every method validates its input before sending anything and returns an
 // *ItemError naming it. SDK errors are wrapped once with %w, naming the
 // table and physical key. A Table is safe for concurrent use. Its zero
@@ -190,7 +206,7 @@ func (t *Table[T]) physical(base, id string, s Strategy) (string, error) {
 // Key returns the physical partition key of the item with id under base
 // at the newest shard count this process knows for base: the last of the
 // base's history as last read from its record (whatever its age; see
-// [Layout.Shards]), or the Layout's N if the record was not read yet. It
+// [Table.Shards]), or the Layout's N if the record was not read yet. It
 // is where Put writes and the first key Get tries. It sends no request.
 // It returns ErrNotCalculated for a Random strategy and an *ItemError for
 // an invalid base or id.

@@ -179,7 +179,7 @@
 // N, as shard.Table.Key computes it for a base never resharded. split
 // does not read or write shard's layout record: the layout must be
 // Unchecked (New refuses a checked one with ErrInvalidLayout, naming the
-// part and this reason), and a base resharded with shard.Layout.Reshard
+// part and this reason), and a base resharded with shard.Table.Reshard
 // is not followed (split would keep using the strategy's N).
 //
 // # How it fails

@@ -2,7 +2,7 @@
 // through another package's placement of them, without a public API for
 // it: repo's large values go through shard's, so that the parent of a
 // large value is read, switched and deleted wherever the base's
-// shard-count history puts the item, and a move by shard.Rebalance or a
+// shard-count history puts the item, and a move by shard.Table.Rebalance or a
 // Reshard never separates a large value from its item.
 package parentio
 

@@ -1,0 +1,33 @@
+// Package history lets scatter and repo read and write a base's layout
+// record through package shard's cache and checks, which shard keeps out
+// of its public API (a Table is the public home of the per-base
+// operations): scatter reads the shard-count history with its own,
+// read-only client, and repo records a base before writing a large value
+// past its Table.
+package history
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// Reader reads a record.
+type Reader interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// Writer reads and writes a record.
+type Writer interface {
+	Reader
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// Package shard sets both at init; layout is a shard.Layout.
+var (
+	// Shards is shard.Table.Shards for the layout, through c.
+	Shards func(ctx context.Context, c Reader, layout any, base string) ([]int, error)
+	// Record checks layout against base's record, writing the record if
+	// the base has none, as a Table's first write does.
+	Record func(ctx context.Context, c Writer, layout any, base string) error
+)

@@ -1,0 +1,29 @@
+package shard
+
+import "context"
+
+// The per-base operations on a Layout and any client, as shard's own tests
+// call them (the public home is Table: Reshard, Shards and Rebalance).
+// Verify is Shards without the history; Record is a write's record check.
+
+func (l Layout) Reshard(ctx context.Context, c reshardClient, base string, n int) ([]int, error) {
+	return l.resize(ctx, c, base, n)
+}
+
+func (l Layout) Shards(ctx context.Context, c recordReader, base string) ([]int, error) {
+	return l.shardsOf(ctx, c, base)
+}
+
+func (l Layout) Verify(ctx context.Context, c recordReader, base string) error {
+	_, err := l.shardsOf(ctx, c, base)
+	return err
+}
+
+func (l Layout) Record(ctx context.Context, c recordClient, base string) error {
+	_, err := l.recorded(ctx, c, base, l.historyTTL())
+	return err
+}
+
+func Rebalance(ctx context.Context, c rebalanceClient, l Layout, base string, optFns ...func(*RebalanceOptions)) (RebalanceProgress, error) {
+	return rebalance(ctx, c, l, base, optFns...)
+}
