@@ -49,7 +49,7 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 	if _, err := ddbsize.CheckItem(av); err != nil { // the suffix may be longer
 		return t.itemErr(base, id, err)
 	}
-	_, err = t.write(ctx, v, base, id, keys, txOp{put: av, cond: c}, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
+	_, err = t.write(ctx, v, base, id, keys, txOp{put: av, cond: c, once: o.ExactlyOnce}, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		in := &dynamodb.PutItemInput{TableName: aws.String(t.l.Table), Item: av}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
 		_, err := t.c.PutItem(ctx, in, opts...)
@@ -158,7 +158,7 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 		return zero, err
 	}
 	var after map[string]types.AttributeValue
-	op := txOp{update: e.Update(), cond: condition{e.Condition(), e.Names(), e.Values()}}
+	op := txOp{update: e.Update(), cond: condition{e.Condition(), e.Names(), e.Values()}, once: o.ExactlyOnce}
 	if len(keys) > 1 { // the transaction also sets the item's token
 		op.token = newToken()
 		te, _, err := expr(o.Condition, ptr(update.Set(expression.Name(attrToken), expression.Value(op.token))))
@@ -221,7 +221,7 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 	if err != nil {
 		return err
 	}
-	_, err = t.write(ctx, v, base, id, keys, txOp{delete: true, cond: c}, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
+	_, err = t.write(ctx, v, base, id, keys, txOp{delete: true, cond: c, once: o.ExactlyOnce}, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		in := &dynamodb.DeleteItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(keys[0], id)}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
 		_, err := t.c.DeleteItem(ctx, in, opts...)
@@ -240,7 +240,7 @@ func (t *Table[T]) write(ctx context.Context, v view, base, id string, keys []st
 	var a attempts.Counter
 	optFns = append(slices.Clip(optFns), a.Option)
 	pk, err := keys[0], error(nil)
-	if len(keys) == 1 {
+	if len(keys) == 1 && !op.once {
 		if err = plain(fctx, optFns); err != nil {
 			err = t.plainErr(opName(op), pk, id, &a, err)
 		}

@@ -5,8 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
@@ -43,6 +50,87 @@ func TestRetriedConditionalWrite(t *testing.T) {
 		}
 		if unknown == 0 {
 			t.Errorf("no Put met a retried, refused condition: the test tests nothing")
+		}
+	})
+}
+
+// TestExactlyOnce: the proxy resets half the write connections after the
+// write was applied, so the SDK sends the write again; between the two
+// attempts a conditional Delete that sees the written amount (so the
+// first attempt was applied, and the Put comes before the Delete) removes
+// the item. A plain Put's second attempt writes it again: the item is
+// back after both calls were acknowledged, which no order of the two
+// explains. With Options.ExactlyOnce the Put is a transaction, whose
+// repeat DynamoDB answers with the first outcome: the item stays deleted.
+func TestExactlyOnce(t *testing.T) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		p, err := faultproxy.New(s.Endpoint, faultproxy.Config{ResetAfterRate: 0.5, Ops: []string{"PutItem", "TransactWriteItems"}, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		name := s.Table(t, "pk:S", "sk:S")
+		direct := newOrders(t, s.Client(), name, shard.Hash(4))
+		var (
+			attempt int
+			between func() // run before a write's second attempt
+		)
+		c := s.Client(func(o *dynamodb.Options) {
+			o.BaseEndpoint = aws.String(p.URL())
+			o.Retryer = retry.NewStandard(func(ro *retry.StandardOptions) {
+				ro.MaxAttempts, ro.MaxBackoff, ro.RateLimiter = 8, 2*time.Millisecond, ratelimit.None
+			})
+			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+				return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("between-attempts",
+					func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+						if op := awsmiddleware.GetOperationName(ctx); op != "PutItem" && op != "TransactWriteItems" {
+							return next.HandleFinalize(ctx, in) // the record's requests
+						}
+						if attempt++; attempt == 2 && between != nil {
+							between()
+						}
+						return next.HandleFinalize(ctx, in)
+					}), middleware.After)
+			})
+		})
+		tbl := newOrders(t, c, name, shard.Hash(4))
+		for _, once := range []bool{false, true} {
+			resurrected, deleted := 0, 0
+			for i := range 40 {
+				id := fmt.Sprintf("once=%v-%d", once, i)
+				attempt = 0
+				between = func() {
+					err := direct.Delete(ctx, "day", id, func(o *shard.Options) {
+						o.Condition = expression.Name("amount").Equal(expression.Value(i))
+					})
+					if err == nil {
+						deleted++
+					} else if !errors.Is(err, shard.ErrConflict) {
+						t.Errorf("Delete %s: %v", id, err)
+					}
+				}
+				d0 := deleted
+				err := tbl.Put(ctx, "day", Order{ID: id, Amount: i}, func(o *shard.Options) { o.ExactlyOnce = once })
+				between = nil
+				if err != nil || deleted == d0 {
+					continue // not acknowledged, or no Delete came between attempts
+				}
+				if _, err := direct.Get(ctx, "day", id, func(o *shard.Options) { o.ConsistentRead = true }); err == nil {
+					resurrected++
+				} else if !errors.Is(err, shard.ErrNotFound) {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("ExactlyOnce %v: %d Deletes between a Put's attempts, %d items back after both were acknowledged", once, deleted, resurrected)
+			switch {
+			case deleted == 0:
+				t.Errorf("ExactlyOnce %v: no Delete came between a Put's attempts: the test tests nothing", once)
+			case once && resurrected > 0:
+				t.Errorf("ExactlyOnce: %d deleted items written again by a Put's repeated attempt", resurrected)
+			case !once && resurrected == 0:
+				t.Errorf("plain Put: no item came back; the at-least-once case this option exists for was not met")
+			}
 		}
 	})
 }

@@ -44,6 +44,7 @@ type txOp struct {
 	delete bool
 	cond   condition // the caller's condition, and the update's names and values
 	token  string    // the token the update sets; Put's is made per call
+	once   bool      // Options.ExactlyOnce: a transaction even at one key
 }
 
 // txAttempts bounds how often a transactional write follows its item or
