@@ -255,6 +255,9 @@ func (e *UnprocessedError) Error() string {
 	if e.Keys != nil {
 		return fmt.Sprintf("batch: %d keys not read: %s", len(e.Keys), cause)
 	}
+	if len(e.Writes) == 0 { // a sequence stopped between writes
+		return "batch: " + cause
+	}
 	return fmt.Sprintf("batch: %d writes not done: %s", len(e.Writes), cause)
 }
 
@@ -302,7 +305,8 @@ func writeAll(ctx context.Context, send sender, writes []Write, opts Options) (S
 //
 // On failure the error lists the writes pulled but not done; the sequence
 // is not pulled further, and Stats.Done + len(Writes) is how many were
-// pulled. The sequence is pulled by one goroutine at a time, while the
+// pulled. A call stopped (by ctx, say) before the sequence ended always
+// fails, even if every write pulled was done. The sequence is pulled by one goroutine at a time, while the
 // engine waits; ctx cannot interrupt a sequence that blocks. If the
 // sequence panics, WriteSeq stops pulling, waits for the requests in
 // flight, and panics with the same value in the caller's goroutine. A nil
@@ -318,12 +322,13 @@ func writeSeq(ctx context.Context, send sender, writes iter.Seq[Write], opts Opt
 	}
 	next, stop := iter.Pull(writes)
 	defer stop()
-	i := 0
+	i, ended := 0, false
 	e := newEngine(opts, send, MaxWritesPerRequest, opts.maxRequestBytes, false)
 	e.ordered = true
 	e.pull = func() (*job, error) {
 		w, ok := next()
 		if !ok {
+			ended = true
 			return nil, nil
 		}
 		i++
@@ -334,6 +339,11 @@ func writeSeq(ctx context.Context, send sender, writes iter.Seq[Write], opts Opt
 		return j, nil
 	}
 	left, err := e.run(ctx)
+	if err != nil && len(left) == 0 && !ended {
+		// Every write read was done, but the sequence was not read to
+		// its end: the writes after them were never sent.
+		return e.stats, &UnprocessedError{Err: fmt.Errorf("batch: stopped before the end of the sequence of writes (%d read): %w", i, err)}
+	}
 	return e.stats, writesError(left, err)
 }
 
