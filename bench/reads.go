@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ func (b *bencher) reads(ctx context.Context) (*section, error) {
 			"one goroutine per shard paginating its Query, then a stable sort of everything. "+
 			"*scatter*: scatter.All with the default MaxConcurrency (min(N, %d)), items merged in sort-key order. "+
 			"*scatter, MaxConcurrency N*: every shard at once. *one round trip*: a single Query of one shard, the lower bound "+
-			"for any read. Medians of %d reads each, after one untimed read, the methods taking turns; milliseconds.",
+			"for any read. Medians of %d reads each, after one untimed read, the methods taking turns in a shuffled order; milliseconds.",
 		c.readItems, c.latency, scatter.DefaultMaxConcurrency, scatter.DefaultMaxConcurrency, c.reps))
 	t := sec.table("N", "items", "sequential", "errgroup + sort", "scatter", "scatter, MaxConcurrency N", "one round trip",
 		"speed-up (sequential ÷ scatter)", "scatter ÷ errgroup", "scatter ÷ round trip", "client CPU", "server CPU", "machine CPU")
@@ -220,10 +221,12 @@ func (b *bencher) readStep(ctx context.Context, endpoint string, direct *dynamod
 		{name: "scatter, MaxConcurrency N", read: scatterRead(all), dst: &r.unbounded, whole: true},
 		{name: "one round trip", read: roundTrip, dst: &r.roundTrip},
 	}
-	// The methods take turns, so that a change in the machine's load
-	// between them shows in every method's reads, not in one's.
+	// The methods take turns, in an order shuffled each round, so that a
+	// change in the machine's load, or the garbage one method leaves to
+	// the next, shows in every method's reads, not in one's.
+	order := rand.New(rand.NewPCG(uint64(n), 2))
 	for i := range c.reps + 1 {
-		for j := range methods {
+		for _, j := range order.Perm(len(methods)) {
 			m := &methods[j]
 			b.prog.status(fmt.Sprintf("N=%d: %s", n, m.name))
 			start := time.Now()

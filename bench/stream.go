@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
 	"slices"
@@ -97,8 +98,9 @@ func (b *bencher) stream(ctx context.Context, sec *section, endpoint string, dir
 		{name: "scatter.All, defaults", read: scatterRead(def), sc: def},
 		{name: fmt.Sprintf("scatter.All, PageSize %d (whole shards)", c.streamItems), read: scatterRead(whole), sc: whole},
 	}
+	order := rand.New(rand.NewPCG(uint64(n), 3)) // a shuffled order each round, as readStep's
 	for i := range c.reps + 1 {
-		for j := range methods {
+		for _, j := range order.Perm(len(methods)) {
 			m := &methods[j]
 			b.prog.status(fmt.Sprintf("stream N=%d: %s", n, m.name))
 			var q0 int64
@@ -125,7 +127,7 @@ func (b *bencher) stream(ctx context.Context, sec *section, endpoint string, dir
 		"A large day: N = %d shards × %d items (%d items of 230 bytes), read whole, %s added to every Query, no capacity "+
 			"model. *first item*: until the first item is in the caller's hands; *heap*: the peak of the Go heap in use "+
 			"during the read (runtime/metrics, sampled every millisecond) above the heap before it, the in-process proxy "+
-			"included. Medians of %d reads each, the methods taking turns; ratios against errgroup + sort.",
+			"included. Medians of %d reads each, the methods taking turns in a shuffled order; ratios against errgroup + sort.",
 		n, c.streamItems, total, c.latency, c.reps))
 	t := sec.table("method", "first item", "total", "peak heap", "Queries", "first item ÷ errgroup", "total ÷ errgroup", "heap ÷ errgroup")
 	var ref streamResult
