@@ -112,8 +112,12 @@
 // MaxConcurrency⌉ rounds of small Queries rather than every shard's whole
 // first megabyte, and later pages are large enough that a large result
 // costs few more Queries than whole pages would (200 shards of 1,000
-// items: 5 Queries a shard instead of 1). So a call holds at most
-// 2 × max(32,768, 256 × N) items, and at most 2 MB per shard (DynamoDB
+// items: 5 Queries a shard instead of 1). A shard's pages come one after
+// another, so with few shards, where round trips rather than the server
+// set the pace, a large shard costs a few round trips more than whole
+// pages (at N = 2, 3 for a shard of 1,000 items instead of 1); set
+// PageSize for such reads. As a shard holds at most two pages, a call
+// holds at most 2 × max(32,768, 256 × N) items, and at most 2 MB per shard (DynamoDB
 // caps a page at 1 MB), whatever the result size: at N = 200, 102,400
 // items; at N ≤ 128, 65,536. Multiply by the item size to get bytes (the
 // SDK's decoded form of an item takes a few times its DynamoDB size). A
