@@ -21,11 +21,7 @@ func (t *Table[T]) loadItem(ctx context.Context, base string, item T) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	v, err := t.writeView(ctx, base)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := t.writeKeys(v, base, id)
+	_, keys, err := t.writeTarget(ctx, base, id)
 	if err != nil {
 		return nil, err
 	}
@@ -124,11 +120,7 @@ func (t *Table[T]) rekey(ctx context.Context, wr types.WriteRequest) (map[string
 		return nil, "", "", view{}, nil, err
 	}
 	id := keyString(put[t.l.SortKey])
-	v, err := t.writeView(ctx, base)
-	if err != nil {
-		return nil, "", "", view{}, nil, err
-	}
-	keys, err := t.writeKeys(v, base, id)
+	v, keys, err := t.writeTarget(ctx, base, id)
 	if err != nil {
 		return nil, "", "", view{}, nil, err
 	}

@@ -37,11 +37,7 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 	if err != nil {
 		return err
 	}
-	v, err := t.writeView(ctx, base)
-	if err != nil {
-		return err
-	}
-	keys, err := t.writeKeys(v, base, id)
+	v, keys, err := t.writeTarget(ctx, base, id)
 	if err != nil {
 		return err
 	}
@@ -149,11 +145,7 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 			return zero, t.itemErr(base, id, fmt.Errorf("%w: the update changes key attribute %q", ErrInvalidKey, name))
 		}
 	}
-	v, err := t.writeView(ctx, base)
-	if err != nil {
-		return zero, err
-	}
-	keys, err := t.writeKeys(v, base, id)
+	v, keys, err := t.writeTarget(ctx, base, id)
 	if err != nil {
 		return zero, err
 	}
@@ -213,11 +205,7 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 	if err != nil {
 		return err
 	}
-	v, err := t.writeView(ctx, base)
-	if err != nil {
-		return err
-	}
-	keys, err := t.writeKeys(v, base, id)
+	v, keys, err := t.writeTarget(ctx, base, id)
 	if err != nil {
 		return err
 	}

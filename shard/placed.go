@@ -108,12 +108,7 @@ func (p placedItem[T]) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemIn
 }
 
 func (p placedItem[T]) view(ctx context.Context) (view, []string, error) {
-	v, err := p.t.writeView(ctx, p.base)
-	if err != nil {
-		return view{}, nil, err
-	}
-	keys, err := p.t.writeKeys(v, p.base, p.id)
-	return v, keys, err
+	return p.t.writeTarget(ctx, p.base, p.id)
 }
 
 // withToken adds the setting of the item's token to op's update: to its

@@ -119,16 +119,7 @@ func (l Layout) shardsOf(ctx context.Context, c recordReader, base string) ([]in
 // history is shardsOf returning the view, with a bound on the cached
 // entry's age; maxAge 0 reads the record.
 func (l Layout) history(ctx context.Context, c recordReader, base string, maxAge time.Duration) (view, error) {
-	if ctx == nil || errs.IsNil(c) {
-		return view{}, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
-	}
-	if l.Unchecked {
-		return view{shards: []int{l.N()}, at: time.Now()}, nil
-	}
-	if v, ok := views.get(l, base, maxAge); ok {
-		return v, nil
-	}
-	return views.once(ctx, l, base, "verify", func() (view, error) {
+	return l.cachedView(ctx, c, base, maxAge, "verify", func() (view, error) {
 		at := time.Now()
 		rec, ok, err := l.readRecord(ctx, c, base)
 		if err != nil {
@@ -148,6 +139,14 @@ func (l Layout) history(ctx context.Context, c recordReader, base string, maxAge
 // fails with a *LayoutError. A new base's history starts as [l.N()]. It
 // returns the base's view, from the cache if no older than maxAge.
 func (l Layout) recorded(ctx context.Context, c recordClient, base string, maxAge time.Duration) (view, error) {
+	return l.cachedView(ctx, c, base, maxAge, "record", func() (view, error) { return l.record(ctx, c, base) })
+}
+
+// cachedView is base's view from the process's cache if no older than
+// maxAge, else from load, one load per (layout shape, base, what) at a
+// time; an Unchecked layout's view is [l.N()] without a request. c is the
+// client load uses, checked here.
+func (l Layout) cachedView(ctx context.Context, c recordReader, base string, maxAge time.Duration, what string, load func() (view, error)) (view, error) {
 	if ctx == nil || errs.IsNil(c) {
 		return view{}, fmt.Errorf("%w: table %s: nil ctx or client", ErrInvalid, l.Table)
 	}
@@ -157,7 +156,7 @@ func (l Layout) recorded(ctx context.Context, c recordClient, base string, maxAg
 	if v, ok := views.get(l, base, maxAge); ok {
 		return v, nil
 	}
-	return views.once(ctx, l, base, "record", func() (view, error) { return l.record(ctx, c, base) })
+	return views.once(ctx, l, base, what, load)
 }
 
 func (l Layout) record(ctx context.Context, c recordClient, base string) (view, error) {

@@ -308,6 +308,17 @@ func (t *Table[T]) writeView(ctx context.Context, base string) (view, error) {
 	return t.l.activateDue(ctx, t.c, base, v)
 }
 
+// writeTarget is writeView and the distinct physical keys it gives (base,
+// id), the writers' first.
+func (t *Table[T]) writeTarget(ctx context.Context, base, id string) (view, []string, error) {
+	v, err := t.writeView(ctx, base)
+	if err != nil {
+		return view{}, nil, err
+	}
+	keys, err := t.writeKeys(v, base, id)
+	return v, keys, err
+}
+
 // readView returns the view a read of base acts under; consistent reads
 // the record instead of a cached view.
 func (t *Table[T]) readView(ctx context.Context, base string, consistent bool) (view, error) {
