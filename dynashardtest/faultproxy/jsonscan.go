@@ -131,22 +131,30 @@ func (p *jparser) object(depth int) (jnode, bool) {
 			return n, false
 		}
 		n.kids = append(n.kids, name, v)
-		p.space()
-		if p.i >= len(p.src) {
-			return n, false
-		}
-		switch p.src[p.i] {
-		case ',':
-			p.i++
-			p.space()
-		case '}':
-			p.i++
-			n.end = p.i
-			return n, true
-		default:
-			return n, false
+		if more, ok := p.next(&n, '}'); !more {
+			return n, ok
 		}
 	}
+}
+
+// next reads what follows a member or an element: a comma (more come:
+// more is true) or the closing byte (n ends there: ok is true).
+func (p *jparser) next(n *jnode, closing byte) (more, ok bool) {
+	p.space()
+	if p.i >= len(p.src) {
+		return false, false
+	}
+	switch p.src[p.i] {
+	case ',':
+		p.i++
+		p.space()
+		return true, true
+	case closing:
+		p.i++
+		n.end = p.i
+		return false, true
+	}
+	return false, false
 }
 
 func (p *jparser) array(depth int) (jnode, bool) {
@@ -164,20 +172,8 @@ func (p *jparser) array(depth int) (jnode, bool) {
 			return n, false
 		}
 		n.kids = append(n.kids, v)
-		p.space()
-		if p.i >= len(p.src) {
-			return n, false
-		}
-		switch p.src[p.i] {
-		case ',':
-			p.i++
-			p.space()
-		case ']':
-			p.i++
-			n.end = p.i
-			return n, true
-		default:
-			return n, false
+		if more, ok := p.next(&n, ']'); !more {
+			return n, ok
 		}
 	}
 }
