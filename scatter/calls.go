@@ -30,7 +30,7 @@ func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)
 	return func(yield func(Item, error) bool) {
 		p, err := s.plan(ctx, base, optFns)
 		if err == nil {
-			err = s.verify(ctx, p)
+			err = s.checkLayout(ctx, p)
 		}
 		if err != nil {
 			yield(Item{}, err)
@@ -93,7 +93,7 @@ func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor
 			return nil, "", err
 		}
 	}
-	if err := s.verify(ctx, p); err != nil {
+	if err := s.checkLayout(ctx, p); err != nil {
 		return nil, "", err
 	}
 	if from, err = from.fit(p); err != nil {
@@ -138,7 +138,7 @@ func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Option
 	if err != nil {
 		return 0, err
 	}
-	if err := s.verify(ctx, p); err != nil {
+	if err := s.checkLayout(ctx, p); err != nil {
 		return 0, err
 	}
 	if q, ok := p.countKeys(); ok {

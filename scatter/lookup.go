@@ -40,7 +40,7 @@ func (s *Scatter) Lookup(ctx context.Context, base string, sortKey types.Attribu
 	if err := checkLookup(p, sortKey); err != nil {
 		return nil, err
 	}
-	if err := s.verify(ctx, p); err != nil {
+	if err := s.checkLayout(ctx, p); err != nil {
 		return nil, err
 	}
 	l, o := p.l, p.o

@@ -219,12 +219,12 @@ func (s *Scatter) plan(ctx context.Context, base string, optFns []func(*Options)
 	return newPlan(s.layout, base, s.opts.apply(optFns))
 }
 
-// verify checks the layout against the record of p's base before the
+// checkLayout checks the layout against the record of p's base before the
 // first data request of a call, and widens p to the base's shard-count
 // history. Under ConsistentRead the record is read again rather than
 // taken from the cache, so that a Reshard made by another process is seen
 // at once. A *shard.LayoutError is returned as is.
-func (s *Scatter) verify(ctx context.Context, p *plan) error {
+func (s *Scatter) checkLayout(ctx context.Context, p *plan) error {
 	l := s.layout
 	if p.o.ConsistentRead {
 		l.HistoryTTL = -1
