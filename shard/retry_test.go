@@ -134,3 +134,25 @@ func TestExactlyOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestExactlyOnceNeedsTransactions: on a server without transactions an
+// ExactlyOnce write fails with ErrNoTransactions and writes nothing; on
+// one with them it is written.
+func TestExactlyOnceNeedsTransactions(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		tbl := newOrders(t, s.Client(), s.Table(t, "pk:S", "sk:S"), shard.Hash(4))
+		once := func(o *shard.Options) { o.ExactlyOnce = true }
+		err := tbl.Put(ctx, "day", Order{ID: "o1", Amount: 1}, once)
+		_, gerr := tbl.Get(ctx, "day", "o1", func(o *shard.Options) { o.ConsistentRead = true })
+		if !s.Transactions() {
+			if !errors.Is(err, shard.ErrNoTransactions) || !errors.Is(gerr, shard.ErrNotFound) {
+				t.Errorf("dynalite: Put %v, then Get %v; want ErrNoTransactions and nothing written", err, gerr)
+			}
+			return
+		}
+		if err != nil || gerr != nil {
+			t.Errorf("Put %v, then Get %v; want the item written", err, gerr)
+		}
+	})
+}
