@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/skew"
 )
 
 // MaxN is the largest shard count a built-in Strategy accepts.
@@ -16,7 +16,7 @@ import (
 // means 10,000 requests and at least 10,000 read units for a single logical
 // read. The guide uses N = 200; anything near MaxN should be a deliberate
 // choice backed by [Recommend].
-const MaxN = 10000
+const MaxN = skew.MaxN
 
 // CheckN reports whether n is a valid shard count (1..[MaxN]), as an error
 // matching [ErrInvalidStrategy]. [Random], [Hash] and [CodePointProduct]
@@ -208,28 +208,7 @@ func calculated(s Strategy) bool {
 	return true
 }
 
-// checkStrategy validates a Strategy's N once, at construction of the types
-// that use it. A typed nil (a nil pointer, map, func… in the interface) is
-// refused like nil, before any of its methods is called.
-func checkStrategy(s Strategy) error {
-	if s == nil {
-		return fmt.Errorf("%w: nil strategy", ErrInvalidStrategy)
-	}
-	if errs.IsNil(s) {
-		return fmt.Errorf("%w: nil strategy of type %T", ErrInvalidStrategy, s)
-	}
-	if n := s.N(); n < 1 || n > MaxN {
-		return fmt.Errorf("%w: %v has N = %d, want 1..%d", ErrInvalidStrategy, s, n, MaxN)
-	}
-	return nil
-}
-
-// pick calls s.Pick and validates its output, so that a faulty user-supplied
-// Strategy yields an error naming the id instead of a wrong key.
-func pick(s Strategy, id string) (int, error) {
-	suffix := s.Pick(id)
-	if n := s.N(); suffix < 1 || suffix > n {
-		return 0, fmt.Errorf("%w: %v picked suffix %d for id %q, want 1..%d", ErrInvalidStrategy, s, suffix, id, n)
-	}
-	return suffix, nil
-}
+// checkStrategy and pick are internal/skew's checks, shared with the skew
+// analysis.
+func checkStrategy(s Strategy) error          { return skew.Check(s) }
+func pick(s Strategy, id string) (int, error) { return skew.Pick(s, id) }

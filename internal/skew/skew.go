@@ -2,7 +2,8 @@
 // ids: the counts per suffix, Pearson's chi-square against a uniform
 // spread, and a plain-language verdict. It serves `dynashard analyze` and
 // the bench; its Strategy is shard.Strategy's method set, so that the
-// package needs nothing of shard.
+// package needs nothing of shard. Its Check and Pick are also shard's
+// checks of a strategy, one home for both.
 package skew
 
 import (
@@ -19,23 +20,32 @@ type Strategy interface {
 	Pick(id string) int
 }
 
-// maxN is shard.MaxN, the largest shard count a strategy may report.
-const maxN = 10_000
+// MaxN is shard.MaxN (shard declares it from this one), the largest shard
+// count a strategy may report.
+const MaxN = 10_000
 
-func checkStrategy(s Strategy) error {
-	if s == nil {
+// Check validates a Strategy's N: shard's check of every strategy at
+// construction and Analyze's. A typed nil (a nil pointer, map, func… in
+// the interface) is refused like nil, before any of its methods is
+// called. It is generic so that shard's Strategy is checked without a
+// conversion between interface types.
+func Check[S Strategy](s S) error {
+	if any(s) == nil {
 		return fmt.Errorf("%w: nil strategy", errs.InvalidStrategy)
 	}
 	if errs.IsNil(s) {
 		return fmt.Errorf("%w: nil strategy of type %T", errs.InvalidStrategy, s)
 	}
-	if n := s.N(); n < 1 || n > maxN {
-		return fmt.Errorf("%w: %v has N = %d, want 1..%d", errs.InvalidStrategy, s, n, maxN)
+	if n := s.N(); n < 1 || n > MaxN {
+		return fmt.Errorf("%w: %v has N = %d, want 1..%d", errs.InvalidStrategy, s, n, MaxN)
 	}
 	return nil
 }
 
-func pick(s Strategy, id string) (int, error) {
+// Pick calls s.Pick and validates its output, so that a faulty
+// user-supplied Strategy yields an error naming the id instead of a
+// wrong key. On shard's hot path (every key computed).
+func Pick[S Strategy](s S, id string) (int, error) {
 	suffix := s.Pick(id)
 	if n := s.N(); suffix < 1 || suffix > n {
 		return 0, fmt.Errorf("%w: %v picked suffix %d for id %q, want 1..%d", errs.InvalidStrategy, s, suffix, id, n)
@@ -96,7 +106,7 @@ func Analyze(ids iter.Seq[string], strategies ...Strategy) ([]Report, error) {
 	}
 	counts := make([][]int, len(strategies))
 	for i, s := range strategies {
-		if err := checkStrategy(s); err != nil {
+		if err := Check(s); err != nil {
 			return nil, err
 		}
 		counts[i] = make([]int, s.N())
@@ -104,7 +114,7 @@ func Analyze(ids iter.Seq[string], strategies ...Strategy) ([]Report, error) {
 	total := 0
 	for id := range ids {
 		for i, s := range strategies {
-			k, err := pick(s, id)
+			k, err := Pick(s, id)
 			if err != nil {
 				return nil, err
 			}

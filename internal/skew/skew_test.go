@@ -1,4 +1,4 @@
-package skew
+package skew_test
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/skew"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -112,7 +113,7 @@ func TestHashSkewTarget(t *testing.T) {
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			reps, err := Analyze(f.ids(n), shard.Hash(200), shard.CodePointProduct(200))
+			reps, err := skew.Analyze(f.ids(n), shard.Hash(200), shard.CodePointProduct(200))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,8 +123,8 @@ func TestHashSkewTarget(t *testing.T) {
 			if h.MaxMean > limit || h.Unused > 0 {
 				t.Errorf("shard.Hash(200): max/mean %.3f, unused %d; want ≤ %.2f, 0", h.MaxMean, h.Unused, limit)
 			}
-			if h.Verdict != Even {
-				t.Errorf("shard.Hash(200) verdict %q (%s), want %q", h.Verdict, h.Conclusion, Even)
+			if h.Verdict != skew.Even {
+				t.Errorf("shard.Hash(200) verdict %q (%s), want %q", h.Verdict, h.Conclusion, skew.Even)
 			}
 		})
 	}
@@ -134,12 +135,12 @@ func TestHashSkewTarget(t *testing.T) {
 // ids onto suffix 1, and that Analyze says so.
 func TestCodePointSkew(t *testing.T) {
 	for _, f := range families[:3] { // ORD-, uuid, user<int>: the rows of CodePointProduct's doc
-		reps, err := Analyze(f.ids(50_000), shard.CodePointProduct(200))
+		reps, err := skew.Analyze(f.ids(50_000), shard.CodePointProduct(200))
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := reps[0]
-		if r.Verdict != Skewed || r.Hottest != 1 || r.HotShare < 0.5 {
+		if r.Verdict != skew.Skewed || r.Hottest != 1 || r.HotShare < 0.5 {
 			t.Errorf("%s: shard.CodePointProduct(200) verdict %q, hottest %d at %.0f%%; want skewed on suffix 1 with ≥ 50%%", f.name, r.Verdict, r.Hottest, 100*r.HotShare)
 		}
 	}
@@ -151,8 +152,8 @@ func TestAnalyzeMatchesModel(t *testing.T) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("id-%x-%d", r.Uint64(), i)
 	}
-	strategies := []Strategy{shard.Hash(7), shard.CodePointProduct(12), shard.Hash(1), badStrategy{3, 2}}
-	reps, err := Analyze(slices.Values(ids), strategies...)
+	strategies := []skew.Strategy{shard.Hash(7), shard.CodePointProduct(12), shard.Hash(1), badStrategy{3, 2}}
+	reps, err := skew.Analyze(slices.Values(ids), strategies...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestAnalyzeMatchesModel(t *testing.T) {
 			}
 			chi += (float64(c) - mean) * (float64(c) - mean) / mean
 		}
-		want := Report{
+		want := skew.Report{
 			Strategy: got.Strategy, N: s.N(), IDs: len(ids), Counts: counts, Mean: mean, Max: mx, Hottest: hot,
 			MaxMean: float64(mx) / mean, HotShare: float64(mx) / float64(len(ids)), Unused: unused, ChiSquare: chi,
 			PValue: got.PValue, Verdict: got.Verdict, Conclusion: got.Conclusion,
@@ -185,10 +186,10 @@ func TestAnalyzeMatchesModel(t *testing.T) {
 			t.Errorf("%v report (-want +got):\n%s", s, diff)
 		}
 	}
-	if reps[3].Verdict != Skewed || reps[3].Unused != 2 {
+	if reps[3].Verdict != skew.Skewed || reps[3].Unused != 2 {
 		t.Errorf("all-on-one strategy: verdict %q unused %d, want skewed, 2", reps[3].Verdict, reps[3].Unused)
 	}
-	if reps[2].Verdict != Even {
+	if reps[2].Verdict != skew.Even {
 		t.Errorf("N = 1: verdict %q, want even", reps[2].Verdict)
 	}
 }
@@ -197,17 +198,17 @@ func TestAnalyzeVerdicts(t *testing.T) {
 	tests := []struct {
 		name   string
 		counts []int
-		want   Verdict
+		want   skew.Verdict
 	}{
-		{"empty", make([]int, 10), TooFewIDs},
-		{"too few", []int{4, 4, 4, 4}, TooFewIDs},
-		{"perfect", []int{1000, 1000, 1000, 1000}, Even},
-		{"within 10%", []int{100000, 100000, 100000, 108000}, Even},       // significant but small
-		{"uneven", []int{1000, 1000, 1000, 1600}, Uneven},                 // 1.4× mean
-		{"hot key", []int{5000, 500, 500, 500}, Skewed},                   // 3.1× mean
-		{"unused suffixes", []int{2000, 2000, 0, 0}, Skewed},              // 2× mean
-		{"noise", []int{1020, 985, 1003, 992}, Even},                      // chi² ≈ 0.7
-		{"small sample noise", []int{7, 3, 5, 6, 4, 5, 8, 2, 5, 5}, Even}, // chi² = 6.8, dof 9
+		{"empty", make([]int, 10), skew.TooFewIDs},
+		{"too few", []int{4, 4, 4, 4}, skew.TooFewIDs},
+		{"perfect", []int{1000, 1000, 1000, 1000}, skew.Even},
+		{"within 10%", []int{100000, 100000, 100000, 108000}, skew.Even},       // significant but small
+		{"uneven", []int{1000, 1000, 1000, 1600}, skew.Uneven},                 // 1.4× mean
+		{"hot key", []int{5000, 500, 500, 500}, skew.Skewed},                   // 3.1× mean
+		{"unused suffixes", []int{2000, 2000, 0, 0}, skew.Skewed},              // 2× mean
+		{"noise", []int{1020, 985, 1003, 992}, skew.Even},                      // chi² ≈ 0.7
+		{"small sample noise", []int{7, 3, 5, 6, 4, 5, 8, 2, 5, 5}, skew.Even}, // chi² = 6.8, dof 9
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,7 +216,7 @@ func TestAnalyzeVerdicts(t *testing.T) {
 			for _, c := range tt.counts {
 				total += c
 			}
-			r := NewReport("x", total, tt.counts)
+			r := skew.NewReport("x", total, tt.counts)
 			if r.Verdict != tt.want {
 				t.Errorf("verdict %q (%s), want %q", r.Verdict, r.Conclusion, tt.want)
 			}
@@ -226,35 +227,6 @@ func TestAnalyzeVerdicts(t *testing.T) {
 	}
 }
 
-// The chi-square survival function against closed forms: for 1 degree of
-// freedom P = erfc(sqrt(x/2)), for 2 it is exp(-x/2), for 4 exp(-x/2)(1+x/2).
-func TestChiSquareSurvival(t *testing.T) {
-	for _, x := range []float64{0.001, 0.1, 0.5, 1, 2, 3.841, 6.635, 10, 30, 100} {
-		refs := map[float64]float64{
-			1: math.Erfc(math.Sqrt(x / 2)),
-			2: math.Exp(-x / 2),
-			4: math.Exp(-x/2) * (1 + x/2),
-		}
-		for k, want := range refs {
-			got := chiSquareSurvival(x, k)
-			if math.Abs(got-want) > 1e-10 {
-				t.Errorf("chiSquareSurvival(%v, %v) = %v, want %v", x, k, got, want)
-			}
-		}
-	}
-	// Large k: the Wilson–Hilferty approximation is good to ~1e-3.
-	for _, k := range []float64{199, 999, 9999} {
-		for _, z := range []float64{-2, 0, 1, 3} {
-			h := 2 / (9 * k)
-			x := k * math.Pow(1-h+z*math.Sqrt(h), 3)
-			want := 0.5 * math.Erfc(z/math.Sqrt2)
-			if got := chiSquareSurvival(x, k); math.Abs(got-want) > 2e-3 {
-				t.Errorf("chiSquareSurvival(%v, %v) = %v, want ≈ %v", x, k, got, want)
-			}
-		}
-	}
-}
-
 // badStrategy is a faulty user-supplied Strategy.
 type badStrategy struct{ n, pick int }
 
@@ -262,12 +234,12 @@ func (b badStrategy) N() int          { return b.n }
 func (b badStrategy) Pick(string) int { return b.pick }
 
 func TestFaultyUserStrategy(t *testing.T) {
-	tests := []Strategy{nil, badStrategy{0, 1}, badStrategy{shard.MaxN + 1, 1}, badStrategy{5, 0}, badStrategy{5, 6}}
+	tests := []skew.Strategy{nil, badStrategy{0, 1}, badStrategy{shard.MaxN + 1, 1}, badStrategy{5, 0}, badStrategy{5, 6}}
 	for _, s := range tests {
 		t.Run(fmt.Sprint(s), func(t *testing.T) {
-			_, err := Analyze(func(yield func(string) bool) { yield("id") }, s)
+			_, err := skew.Analyze(func(yield func(string) bool) { yield("id") }, s)
 			if !errors.Is(err, shard.ErrInvalidStrategy) || !errors.Is(err, errs.Invalid) {
-				t.Errorf("Analyze with %v: got %v, want ErrInvalidStrategy", s, err)
+				t.Errorf("skew.Analyze with %v: got %v, want ErrInvalidStrategy", s, err)
 			}
 		})
 	}
@@ -277,10 +249,10 @@ func TestFaultyUserStrategy(t *testing.T) {
 // starts none), a typed-nil Strategy and nil ids are errors, not panics.
 func TestNoPanic(t *testing.T) {
 	var typedNil *badStrategy
-	if _, err := Analyze(func(func(string) bool) {}, typedNil); !errors.Is(err, shard.ErrInvalidStrategy) {
+	if _, err := skew.Analyze(func(func(string) bool) {}, typedNil); !errors.Is(err, shard.ErrInvalidStrategy) {
 		t.Errorf("typed-nil Strategy: %v, want ErrInvalidStrategy", err)
 	}
-	if _, err := Analyze(nil, shard.Hash(4)); !errors.Is(err, shard.ErrInvalid) {
+	if _, err := skew.Analyze(nil, shard.Hash(4)); !errors.Is(err, shard.ErrInvalid) {
 		t.Errorf("nil ids: %v, want ErrInvalid", err)
 	}
 	errPanic := errors.New("ids panicked")
@@ -289,6 +261,6 @@ func TestNoPanic(t *testing.T) {
 			t.Errorf("recovered %v, want %v", v, errPanic)
 		}
 	}()
-	Analyze(func(func(string) bool) { panic(errPanic) }, shard.Hash(4))
-	t.Error("Analyze returned after its ids panicked")
+	skew.Analyze(func(func(string) bool) { panic(errPanic) }, shard.Hash(4))
+	t.Error("skew.Analyze returned after its ids panicked")
 }
