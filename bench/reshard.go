@@ -287,6 +287,12 @@ func (b *bencher) reshardRun(ctx context.Context, grow bool, rate0 float64) (*re
 	if err != nil {
 		return r, err
 	}
+	// A Grower's last grow stays pending until a write finishes it; the
+	// writers have stopped, so finish it here (Rebalance refuses a
+	// pending count).
+	if _, err := admin.Reshard(ctx, "hot", r.history[len(r.history)-1]); err != nil {
+		return r, err
+	}
 	prog, err := admin.Rebalance(ctx, "hot")
 	if err != nil {
 		return r, err

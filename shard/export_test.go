@@ -27,3 +27,10 @@ func (l Layout) Record(ctx context.Context, c recordClient, base string) error {
 func Rebalance(ctx context.Context, c rebalanceClient, l Layout, base string, optFns ...func(*RebalanceOptions)) (RebalanceProgress, error) {
 	return rebalance(ctx, c, l, base, optFns...)
 }
+
+// Announce is the first step of a Reshard alone: n pending, as a Grower
+// leaves it until a write of the base finishes it.
+func (l Layout) Announce(ctx context.Context, c reshardClient, base string, n int) error {
+	_, err := l.reshard(ctx, c, base, n)
+	return err
+}

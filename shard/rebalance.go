@@ -142,7 +142,7 @@ func rebalance(ctx context.Context, c rebalanceClient, l Layout, base string, op
 	case len(h) == 1:
 		return RebalanceProgress{Suffix: h[0], Suffixes: h[0]}, nil
 	case rec.pending:
-		return RebalanceProgress{}, fmt.Errorf("%w: shard: Rebalance base %q: count %d is pending in history %v; finish the Reshard first", ErrConflict, clip(base), h[len(h)-1], h)
+		return RebalanceProgress{}, fmt.Errorf("%w: shard: Rebalance base %q: count %d is pending in history %v; finish it first (Reshard to %[3]d)", ErrConflict, clip(base), h[len(h)-1], h)
 	}
 	if err := sleep(ctx, o.fence(l)); err != nil {
 		return RebalanceProgress{}, err
@@ -324,7 +324,8 @@ func (sw *sweeper) home(item map[string]types.AttributeValue, suffix int) (int, 
 // ErrConflict if the history changed meanwhile (a Reshard: run Rebalance
 // again). A base without a record, or with a history of one count, has
 // nothing to do; one whose newest count is still pending (a Reshard under
-// way) is ErrConflict. Moves need transactions: on a server without them
+// way, or a Grower's grow that no write has finished yet) is ErrConflict:
+// Table.Reshard to that count finishes it. Moves need transactions: on a server without them
 // Rebalance fails with ErrNoTransactions.
 //
 // It returns an error matching ErrInvalid before any request for an

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -188,6 +189,39 @@ func TestRebalance(t *testing.T) {
 		if p, err := shard.Rebalance(ctx, c, l, "day"); err != nil || p.Moved+p.Scanned != 0 {
 			t.Errorf("second Rebalance: %+v, %v, want nothing done", p, err)
 		}
+	})
+}
+
+// TestRebalancePending: a Rebalance of a base whose newest count is still
+// pending (as a Grower's grow is until a write finishes it) fails with
+// ErrConflict and moves nothing; a Reshard to that count finishes it, and
+// the Rebalance then does its work.
+func TestRebalancePending(t *testing.T) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		c := s.Client()
+		l := layoutOf(s.Table(t, "pk:S", "sk:S"), shard.Hash(4))
+		l.HistoryTTL = -1
+		tbl, err := shard.NewTable[Order](c, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := grown(t, tbl)
+		if err := l.Announce(ctx, c, "day", 16); err != nil {
+			t.Fatal(err)
+		}
+		p, err := tbl.Rebalance(ctx, "day")
+		if !errors.Is(err, shard.ErrConflict) || !strings.Contains(err.Error(), "Reshard to 16") || p.Scanned != 0 {
+			t.Fatalf("Rebalance with 16 pending: %+v, %v; want ErrConflict naming Reshard to 16, nothing scanned", p, err)
+		}
+		if h, err := tbl.Reshard(ctx, "day", 16); err != nil || !slices.Equal(h, []int{4, 8, 16}) {
+			t.Fatalf("Reshard to the pending 16: %v, %v; want [4 8 16]", h, err)
+		}
+		if _, err := tbl.Rebalance(ctx, "day"); err != nil {
+			t.Fatal(err)
+		}
+		checkSettled(t, c, tbl, want, 16)
+		checkOnce(t, c, tbl, want)
 	})
 }
 

@@ -247,7 +247,8 @@ func (l Layout) setHistory(ctx context.Context, c reshardClient, base string, re
 // interrupted, the next Reshard to n, or any writer of the base once the
 // fence has passed, finishes it. A base without a record gets one with
 // the history [n] at once: this is how a base is planned before its first
-// write. If the history already ends with n, nothing is written.
+// write. If the history already ends with n, nothing is announced: a
+// pending n is finished (after its fence), an active one left as it is.
 //
 // Items already written stay where they are, and every entry point finds
 // them: reads cover the suffixes of every N in the history, and a Get
