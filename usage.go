@@ -1,0 +1,95 @@
+package dynashard
+
+import (
+	"context"
+
+	"github.com/dynashard/dynashard/internal/observe"
+)
+
+// Usage totals what DynamoDB reported for every request of the dynashard
+// calls made with a context that carries it ([WithUsage]): capacity units
+// per table and index, requests sent, throttled attempts and unprocessed
+// batch entries. One call or many, from any package (shard, scatter,
+// chunk, repo, split, timeseries) and any goroutine: a Usage is safe for
+// concurrent use, and its zero value is empty and ready.
+//
+// The context is the one way to ask because it reaches every entry point
+// and every request a call makes on its behalf (a repo Put's chunk
+// writes, a Put's layout-record read, a Load's retries), the way
+// net/http/httptrace does.
+//
+// Cost: each request of such a call asks DynamoDB for its consumed
+// capacity (ReturnConsumedCapacity INDEXES), which makes answers slightly
+// larger; DynamoDB charges nothing for it. A request that fails reports
+// no capacity, though DynamoDB charges for some (a write refused by its
+// condition): such calls are under-counted. DynamoDB Local reports
+// capacity as DynamoDB does for the table (it counts each transaction
+// action twice, and a ConditionCheck as a write); dynalite reports it per
+// table too but measures item sizes in UTF-16 units.
+type Usage struct{ t observe.Tally }
+
+// WithUsage returns a context that makes every dynashard call made with
+// it (or a context derived from it) add to u. Calls nest: a context that
+// already carries a Usage adds to both.
+func WithUsage(ctx context.Context, u *Usage) context.Context {
+	if u == nil {
+		return ctx
+	}
+	return observe.WithTally(ctx, &u.t)
+}
+
+// Capacity is capacity units DynamoDB reported.
+type Capacity struct {
+	Read, Write float64
+}
+
+// Total is read and write units together.
+func (c Capacity) Total() float64 { return c.Read + c.Write }
+
+// Total returns the units reported so far over every table.
+func (u *Usage) Total() Capacity {
+	var c Capacity
+	for _, t := range u.t.Report().Tables {
+		c.Read += t.Read
+		c.Write += t.Write
+	}
+	return c
+}
+
+// Table returns the units reported so far for the table, its indexes'
+// included.
+func (u *Usage) Table(name string) Capacity {
+	return Capacity(u.t.Report().Tables[name])
+}
+
+// Index returns the units reported so far for one index (global or local
+// secondary) of a table.
+func (u *Usage) Index(table, index string) Capacity {
+	return Capacity(u.t.Report().Indexes[table][index])
+}
+
+// Tables returns a copy of the units reported so far, by table name.
+func (u *Usage) Tables() map[string]Capacity {
+	r := u.t.Report()
+	m := make(map[string]Capacity, len(r.Tables))
+	for k, v := range r.Tables {
+		m[k] = Capacity(v)
+	}
+	return m
+}
+
+// Requests returns the DynamoDB requests sent so far (an SDK call with
+// its retries counts once).
+func (u *Usage) Requests() int64 { return u.t.Report().Requests }
+
+// Throttled returns the request attempts that met throttling so far
+// (ProvisionedThroughputExceededException, ThrottlingException and the
+// others the SDK classifies so), the ones the SDK retried included.
+func (u *Usage) Throttled() int64 { return u.t.Report().Throttled }
+
+// Unprocessed returns the batch entries DynamoDB returned unprocessed so
+// far (UnprocessedItems and UnprocessedKeys), each time it returned one.
+func (u *Usage) Unprocessed() int64 { return u.t.Report().Unprocessed }
+
+// Reset forgets every figure.
+func (u *Usage) Reset() { u.t.Reset() }
