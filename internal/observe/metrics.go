@@ -17,13 +17,13 @@ const (
 	MetricThrottled      = "dynashard.throttled_attempts"  // {attempt}, counter; aws.dynamodb.table_name
 	MetricUnprocessed    = "dynashard.unprocessed_entries" // {entry}, counter; aws.dynamodb.table_name
 	MetricConcurrency    = "dynashard.scatter.concurrency_limit"
-	MetricGrow           = "dynashard.shard.grow_decisions"   // {decision}, counter; dynashard.decision, dynashard.shards.to
-	MetricRecordReads    = "dynashard.shard.record_reads"     // {read}, counter
-	MetricRebalanceMoved = "dynashard.shard.rebalance.moved"  // {item}, counter
-	MetricPacedKeys      = "dynashard.load.paced_keys"        // {key}, gauge
-	MetricKeyRate        = "dynashard.load.key_rate"          // {item}/s, histogram: learned rate of each paced key
-	MetricCache          = "dynashard.cache.lookups"          // {lookup}, counter; dynashard.cache.result hit|miss
-	MetricCacheEvictions = "dynashard.cache.evictions"        // {item}, counter
+	MetricGrow           = "dynashard.shard.grow_decisions"  // {decision}, counter; dynashard.decision, dynashard.shards.to
+	MetricRecordReads    = "dynashard.shard.record_reads"    // {read}, counter
+	MetricRebalanceMoved = "dynashard.shard.rebalance.moved" // {item}, counter
+	MetricPacedKeys      = "dynashard.load.paced_keys"       // {key}, gauge
+	MetricKeyRate        = "dynashard.load.key_rate"         // {item}/s, histogram: learned rate of each paced key
+	MetricCache          = "dynashard.cache.lookups"         // {lookup}, counter; dynashard.cache.result hit|miss
+	MetricCacheEvictions = "dynashard.cache.evictions"       // {item}, counter
 
 	AttrOperation = "dynashard.operation"
 	AttrTable     = "aws.dynamodb.table_name"
