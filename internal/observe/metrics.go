@@ -25,6 +25,14 @@ const (
 	MetricCache          = "dynashard.cache.lookups"         // {lookup}, counter; dynashard.cache.result hit|miss
 	MetricCacheEvictions = "dynashard.cache.evictions"       // {item}, counter
 
+	// Span attributes a user filters on (besides AttrTable, and the
+	// request totals End sets).
+	AttrBase    = "dynashard.base"           // string: the logical key
+	AttrHistory = "dynashard.shards.history" // []int: the base's shard counts, oldest first
+	AttrQueried = "dynashard.shards.queried" // int: shards (suffixes) a read queried
+	AttrItems   = "dynashard.items"          // int: items returned or written
+	AttrPages   = "dynashard.pages"          // int: DynamoDB pages read
+
 	AttrOperation = "dynashard.operation"
 	AttrTable     = "aws.dynamodb.table_name"
 	AttrKind      = "dynashard.capacity.kind"
