@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/dynashard/dynashard/internal/adapt"
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/panics"
 )
 
@@ -28,8 +29,11 @@ import (
 // shards are left out and the last pair carries a *PartialError.
 func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
-		p, err := s.plan(ctx, base, optFns)
-		if err == nil {
+		ctx, call := s.begin(ctx, "scatter.All", base)
+		var p *plan
+		n, err := 0, error(nil)
+		defer func() { s.end(ctx, call, p, n, err) }()
+		if p, err = s.plan(ctx, base, optFns); err == nil {
 			err = s.checkLayout(ctx, p)
 		}
 		if err != nil {
@@ -39,19 +43,21 @@ func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)
 		r := s.newRun(ctx, p, resume{}, -1, 0)
 		defer r.close()
 		for {
-			it, ok, err := r.nextOne()
-			if err != nil {
+			var it Item
+			var ok bool
+			if it, ok, err = r.nextOne(); err != nil {
 				yield(Item{}, err)
 				return
 			}
 			if !ok {
 				break
 			}
+			n++
 			if !yield(it, nil) {
 				return
 			}
 		}
-		if err := r.partialErr(); err != nil {
+		if err = r.partialErr(); err != nil {
 			yield(Item{}, err)
 		}
 	}
@@ -79,8 +85,11 @@ func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)
 // is checked as for All. Errors are as for All; under Options.Partial,
 // Page returns the healthy shards' items, a cursor that retries the
 // failed shards from where they stood, and a *PartialError.
-func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor, optFns ...func(*Options)) ([]Item, Cursor, error) {
-	p, err := s.plan(ctx, base, optFns)
+func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor, optFns ...func(*Options)) (items []Item, next Cursor, err error) {
+	ctx, call := s.begin(ctx, "scatter.Page", base)
+	var p *plan
+	defer func() { s.end(ctx, call, p, len(items), err) }()
+	p, err = s.plan(ctx, base, optFns)
 	if err != nil {
 		return nil, "", err
 	}
@@ -101,7 +110,7 @@ func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor
 	}
 	r := s.newRun(ctx, p, from, limit, p.o.MaxShardPages)
 	defer r.close()
-	items := make([]Item, 0, min(limit, 1024))
+	items = make([]Item, 0, min(limit, 1024))
 	for len(items) < limit {
 		it, ok, err := r.nextOne()
 		if err != nil {
@@ -133,9 +142,11 @@ func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor
 // in parallel under Options.MaxConcurrency. Errors are as for All; under
 // Options.Partial the count covers the healthy shards and comes with a
 // *PartialError.
-func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Options)) (int64, error) {
-	p, err := s.plan(ctx, base, optFns)
-	if err != nil {
+func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Options)) (n int64, err error) {
+	ctx, call := s.begin(ctx, "scatter.Count", base)
+	var p *plan
+	defer func() { s.end(ctx, call, p, int(n), err) }()
+	if p, err = s.plan(ctx, base, optFns); err != nil {
 		return 0, err
 	}
 	if err := s.checkLayout(ctx, p); err != nil {
@@ -146,7 +157,7 @@ func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Option
 	}
 	ceiling := concurrency(p.o, len(p.suffixes))
 	lim, learnt := s.limiter(ceiling)
-	defer s.settle(lim, learnt)
+	defer s.settle(ctx, lim, learnt)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ceiling)
 	var (
@@ -191,7 +202,7 @@ func (s *Scatter) countShard(ctx context.Context, p *plan, ord int, lim *adapt.L
 		if err != nil {
 			return n, &ShardError{Suffix: p.suffixes[ord], Key: p.pks[ord], Err: err}
 		}
-		out, err := s.c.Query(ctx, p.countInput(ord, esk))
+		out, err := observe.Do(ctx, s.c.Query, p.countInput(ord, esk))
 		if err != nil {
 			sig := adapt.Neutral
 			if ctx.Err() == nil && adapt.Observe(middleware.Metadata{}, err) == adapt.Throttled {

@@ -119,9 +119,11 @@ func (s *Scatter) backedOff(limit int) {
 // settle records where a call's limit ended, for the next call: 0 (no
 // constraint) once it is back at the call's ceiling. A call that neither
 // backed off nor started from the learned limit (its ceiling was lower)
-// learned nothing about it and leaves it.
-func (s *Scatter) settle(lim *adapt.Limiter, started bool) {
+// learned nothing about it and leaves it. The limit it ended at goes to
+// the metrics.
+func (s *Scatter) settle(ctx context.Context, lim *adapt.Limiter, started bool) {
 	st := lim.Stats()
+	s.obs.ConcurrencyLimit(ctx, s.layout.Table, st.Limit)
 	if st.Cuts == 0 && !started {
 		return
 	}

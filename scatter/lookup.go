@@ -32,9 +32,11 @@ import (
 // after the retries are reported as *ShardError values, joined
 // (errors.As finds each); under Options.Partial the items found come back
 // with a *PartialError.
-func (s *Scatter) Lookup(ctx context.Context, base string, sortKey types.AttributeValue, optFns ...func(*Options)) ([]Item, error) {
-	p, err := s.plan(ctx, base, optFns)
-	if err != nil {
+func (s *Scatter) Lookup(ctx context.Context, base string, sortKey types.AttributeValue, optFns ...func(*Options)) (items []Item, err error) {
+	ctx, call := s.begin(ctx, "scatter.Lookup", base)
+	var p *plan
+	defer func() { s.end(ctx, call, p, len(items), err) }()
+	if p, err = s.plan(ctx, base, optFns); err != nil {
 		return nil, err
 	}
 	if err := checkLookup(p, sortKey); err != nil {
@@ -68,10 +70,9 @@ func (s *Scatter) Lookup(ctx context.Context, base string, sortKey types.Attribu
 	s.mu.Lock()
 	s.stats.BatchGets += int64(st.Requests)
 	s.stats.Items += int64(len(found))
-	s.stats.ConsumedCapacity += st.ConsumedCapacity
 	s.mu.Unlock()
 
-	items := make([]Item, 0, len(found))
+	items = make([]Item, 0, len(found))
 	for _, f := range found {
 		pk, _ := f.Item[l.PartitionKey].(*types.AttributeValueMemberS)
 		if pk == nil {

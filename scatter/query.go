@@ -332,7 +332,6 @@ func (p *plan) input(ord int, esk map[string]types.AttributeValue, rng *keyRange
 		ExpressionAttributeValues: vals,
 		ExclusiveStartKey:         esk,
 		ScanIndexForward:          aws.Bool(!p.desc),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}
 	if p.l.Index != "" {
 		in.IndexName = aws.String(p.l.Index)

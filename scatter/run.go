@@ -11,6 +11,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/adapt"
 	"github.com/dynashard/dynashard/internal/keyorder"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // A run is one call's fan-out and merge. Only the goroutine that calls next
@@ -132,7 +133,7 @@ func (s *Scatter) newRun(ctx context.Context, p *plan, from resume, limit, maxPa
 func (r *run) close() {
 	r.cancel()
 	r.fan.wait()
-	r.s.settle(r.lim, r.learnt)
+	r.s.settle(r.ctx, r.lim, r.learnt)
 }
 
 // fetch runs one request. Its result's signal tells the fan-out's limiter
@@ -147,7 +148,7 @@ func (r *run) fetch(req request) result {
 	if err := r.ctx.Err(); err != nil {
 		return fail(err)
 	}
-	out, err := r.s.c.Query(r.ctx, req.in)
+	out, err := observe.Do(r.ctx, r.s.c.Query, req.in)
 	if err != nil {
 		if r.ctx.Err() == nil && adapt.Observe(middleware.Metadata{}, err) == adapt.Throttled {
 			sig = adapt.Throttled

@@ -16,6 +16,7 @@ import (
 	"github.com/dynashard/dynashard/internal/adapt"
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/history"
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -171,6 +172,7 @@ type Scatter struct {
 	c      Client
 	layout shard.Layout
 	opts   Options
+	obs    *observe.Scope
 
 	mu    sync.Mutex
 	stats Stats
@@ -194,7 +196,7 @@ func New(c Client, l shard.Layout, optFns ...func(*Options)) (*Scatter, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
 	}
-	s := &Scatter{c: c, layout: l, opts: Options{}.apply(optFns)}
+	s := &Scatter{c: c, layout: l, opts: Options{}.apply(optFns), obs: observe.For(c)}
 	if _, err := newShape(l, s.opts); err != nil {
 		return nil, err
 	}
@@ -243,11 +245,6 @@ type Stats struct {
 	BatchGets int64 // BatchGetItem requests answered, for Lookup
 	Items     int64 // items (or, for Count, matches) DynamoDB returned, after filtering
 	Scanned   int64 // items DynamoDB read, before filtering (Query's ScannedCount)
-	// ConsumedCapacity is the read capacity units DynamoDB reported, summed
-	// over every Query and BatchGetItem request. Local servers may report
-	// none.
-	ConsumedCapacity float64
-
 	// Throttled counts the Query requests that met throttling
 	// (ProvisionedThroughputExceededException, ThrottlingException,
 	// RequestLimitExceeded, …): answered ones the SDK's retryer had to
@@ -289,9 +286,6 @@ func (s *Scatter) addQuery(out *dynamodb.QueryOutput) (throttled bool) {
 	}
 	s.stats.Items += int64(out.Count)
 	s.stats.Scanned += int64(out.ScannedCount)
-	if cc := out.ConsumedCapacity; cc != nil && cc.CapacityUnits != nil {
-		s.stats.ConsumedCapacity += *cc.CapacityUnits
-	}
 	return throttled
 }
 

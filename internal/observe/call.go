@@ -35,6 +35,9 @@ type state struct {
 }
 
 func from(ctx context.Context) *state {
+	if ctx == nil {
+		return nil
+	}
 	st, _ := ctx.Value(key{}).(*state)
 	return st
 }
