@@ -72,3 +72,41 @@ func TestNested(t *testing.T) {
 		t.Errorf("calls saw %d and %d requests, %+v; want 2, 2, 6 write units", a.st.requests.Load(), b.st.requests.Load(), a.st.capacity)
 	}
 }
+
+// BenchmarkCall: what the seam adds to one logical call of one request,
+// unobserved and with a Tally, against calling the method directly.
+func BenchmarkCall(b *testing.B) {
+	out := &dynamodb.GetItemOutput{ConsumedCapacity: &types.ConsumedCapacity{TableName: aws.String("t"), CapacityUnits: aws.Float64(1)}}
+	op := Op[dynamodb.GetItemInput, dynamodb.GetItemOutput](func(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+		return out, nil
+	})
+	in := &dynamodb.GetItemInput{}
+	// Five values deep, as a service's request context is.
+	ctx := context.Background()
+	for i := range 5 {
+		ctx = context.WithValue(ctx, i, i)
+	}
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = op(ctx, in)
+		}
+	})
+	b.Run("off", func(b *testing.B) {
+		var s *Scope
+		for b.Loop() {
+			cctx, call := s.Start(ctx, "x.Op")
+			_, _ = Do(cctx, op, in)
+			call.End(cctx, nil)
+		}
+	})
+	b.Run("tally", func(b *testing.B) {
+		var t Tally
+		tctx := WithTally(ctx, &t)
+		var s *Scope
+		for b.Loop() {
+			cctx, call := s.Start(tctx, "x.Op")
+			_, _ = Do(cctx, op, in)
+			call.End(cctx, nil)
+		}
+	})
+}
