@@ -65,18 +65,29 @@
 //
 // # Capacity
 //
-// Options.Capacity collects the capacity DynamoDB reports for every
-// request of a call (ReturnConsumedCapacity TOTAL), per table, so the
-// saving is seen rather than computed. Measured on DynamoDB Local 1.25.1
-// for the guide's product (a 3 KB item whose availability part is under
-// 1 KB): a price update costs 3 WCU in one table and 1 WCU in the split
-// availability table; a basic page view costs 0.5 RCU either way (GetItem
-// and BatchGetItem round each item up to 4 KB, so splitting an item under
-// 4 KB saves nothing on point reads; Query and Scan sum items before
-// rounding); reading every part costs one rounded read per part. Create
-// and Delete are transactions: the AWS documentation charges twice the
-// units of plain writes; DynamoDB Local reports four times (12, 4 and 4
-// WCU for the three parts of that product).
+// A dynashard.Usage in a call's context (dynashard.WithUsage) collects
+// the capacity DynamoDB reports for every request of the call, per table,
+// so the saving is seen rather than computed. Measured on DynamoDB Local
+// 1.25.1 for the guide's product (a 3 KB item whose availability part is
+// under 1 KB): a price update costs 3 WCU in one table and 1 WCU in the
+// split availability table; a basic page view costs 0.5 RCU either way
+// (GetItem and BatchGetItem round each item up to 4 KB, so splitting an
+// item under 4 KB saves nothing on point reads; Query and Scan sum items
+// before rounding); reading every part costs one rounded read per part.
+// Create and Delete are transactions: the AWS documentation charges twice
+// the units of plain writes; DynamoDB Local reports four times (12, 4 and
+// 4 WCU for the three parts of that product). A large part's chunk store
+// sends its requests with the call's context, so they are counted too,
+// its chunk table's under that table's name.
+//
+// # Observability
+//
+// Get, GetMany, Create, Put, Update and Delete are each one logical call
+// (internal/observe): a span named dynashard.split.<Op> when the client
+// has a TracerProvider, with the parts' tables (comma-separated), the
+// key, and the requests and capacity of the call, and the call metrics
+// when it has a MeterProvider. With neither, and no Usage in the context,
+// no request asks DynamoDB for its consumed capacity.
 //
 // # Limits
 //
@@ -157,11 +168,11 @@
 // part being gone all the same.
 //
 // The chunk store's requests on its chunk table (and objects) are its
-// own: Options.Capacity does not count them, and their retries are the
-// store's (chunk's package doc). Its parent table must be the part's
-// table; its chunk table a table of its own, shared with no other large
-// part (Sweep of one store would delete the other's chunks); its Options
-// must not set Guide.
+// own, and so are their retries (chunk's package doc); a Usage in the
+// call's context counts them with the others. Its parent table must be
+// the part's table; its chunk table a table of its own, shared with no
+// other large part (Sweep of one store would delete the other's chunks);
+// its Options must not set Guide.
 //
 // # Servers without transactions
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/dynashardtest"
 	"github.com/dynashard/dynashard/split"
@@ -81,19 +82,19 @@ func Example() {
 	fmt.Printf("page: %s (price not read: %q)\n", page.Item.Title, page.Item.Price)
 
 	// The checkout: the availability part only, if the stock is still 8.
-	var used split.Capacity
-	_, err = products.Update(ctx, split.Key{PK: "302"}, "availability",
+	// A Usage in the context shows what the call cost, per table.
+	var used dynashard.Usage
+	_, err = products.Update(dynashard.WithUsage(ctx, &used), split.Key{PK: "302"}, "availability",
 		expression.Set(expression.Name("QuantityOnHand"), expression.Value("7")),
 		func(o *split.Options) {
 			o.Conditions = map[string]expression.ConditionBuilder{
 				"availability": expression.Name("QuantityOnHand").Equal(expression.Value("8")),
 			}
-			o.Capacity = &used
 		})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("checkout: %.0f WCU, all on the availability table: %v\n", used.Total(), used.Table(layout.Parts[1].Table) == used.Total())
+	fmt.Printf("checkout: %.0f WCU, all on the availability table: %v\n", used.Total().Write, used.Table(layout.Parts[1].Table) == used.Total())
 	_, err = products.Update(ctx, split.Key{PK: "302"}, "availability",
 		expression.Set(expression.Name("QuantityOnHand"), expression.Value("7")),
 		func(o *split.Options) {
@@ -129,8 +130,10 @@ func Example() {
 	// 58 after Delete: true
 }
 
-// A Capacity set per call shows what the call cost, per table.
-func ExampleCapacity() {
+// A dynashard.Usage in a call's context shows what the call cost, per
+// table: the split saves the profile table a write when only the counter
+// changes.
+func Example_capacity() {
 	ctx := context.Background()
 	srv, err := dynashardtest.NewServer()
 	if err != nil {
@@ -164,13 +167,12 @@ func ExampleCapacity() {
 	if _, err := items.Create(ctx, Item{ID: "a", Name: "Ada", Hits: 1}); err != nil {
 		log.Fatal(err)
 	}
-	var cost split.Capacity
-	if _, err := items.Update(ctx, split.Key{PK: "a"}, "counters",
-		expression.Add(expression.Name("hits"), expression.Value(1)),
-		func(o *split.Options) { o.Capacity = &cost }); err != nil {
+	var cost dynashard.Usage
+	if _, err := items.Update(dynashard.WithUsage(ctx, &cost), split.Key{PK: "a"}, "counters",
+		expression.Add(expression.Name("hits"), expression.Value(1))); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("profile:", cost.Table(layout.Parts[0].Table), "counters:", cost.Table(layout.Parts[1].Table))
+	fmt.Println("profile:", cost.Table(layout.Parts[0].Table).Total(), "counters:", cost.Table(layout.Parts[1].Table).Total())
 	// Output:
 	// profile: 0 counters: 1
 }

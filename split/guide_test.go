@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
@@ -78,9 +79,11 @@ func TestGuideCapacity(t *testing.T) {
 
 		// Split: the product over three tables.
 		catalog, avail, extended := l.Parts[0].Table, l.Parts[1].Table, l.Parts[2].Table
-		var cap split.Capacity
-		withCap := func(o *split.Options) { o.Capacity = &cap }
-		created, err := st.Create(ctx, p, withCap)
+		var u dynashard.Usage
+		uctx := dynashard.WithUsage(ctx, &u)
+		w := func(units float64) dynashard.Capacity { return dynashard.Capacity{Write: units} }
+		r := func(units float64) dynashard.Capacity { return dynashard.Capacity{Read: units} }
+		created, err := st.Create(uctx, p)
 		if s.Kind == localddb.Dynalite {
 			if !errors.Is(err, split.ErrNoTransactions) {
 				t.Fatalf("Create on dynalite: got %v, want ErrNoTransactions", err)
@@ -95,61 +98,61 @@ func TestGuideCapacity(t *testing.T) {
 		}
 		// DynamoDB Local 1.25.1 reports 4 units per started KB for a
 		// transactional write; the AWS docs say 2 (prepare and commit).
-		want := map[string]float64{catalog: 12, avail: 4, extended: 4}
-		if diff := cmp.Diff(want, cap.Tables()); diff != "" {
+		want := map[string]dynashard.Capacity{catalog: w(12), avail: w(4), extended: w(4)}
+		if diff := cmp.Diff(want, u.Tables()); diff != "" {
 			t.Errorf("Create capacity (-want +got):\n%s", diff)
 		}
 
-		cap.Reset()
+		u.Reset()
 		created.Price = "$4.50 USD"
-		if _, err := st.Put(ctx, created, []string{"availability"}, withCap); err != nil {
+		if _, err := st.Put(uctx, created, []string{"availability"}); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(map[string]float64{avail: 1}, cap.Tables()); diff != "" {
+		if diff := cmp.Diff(map[string]dynashard.Capacity{avail: w(1)}, u.Tables()); diff != "" {
 			t.Errorf("split: price Put capacity (-want +got):\n%s", diff)
 		}
-		cap.Reset()
-		if _, err := st.Update(ctx, split.Key{PK: "21"}, "availability",
-			expression.Set(expression.Name("Price"), expression.Value("$4.00 USD")), withCap); err != nil {
+		u.Reset()
+		if _, err := st.Update(uctx, split.Key{PK: "21"}, "availability",
+			expression.Set(expression.Name("Price"), expression.Value("$4.00 USD"))); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(map[string]float64{avail: 1}, cap.Tables()); diff != "" {
+		if diff := cmp.Diff(map[string]dynashard.Capacity{avail: w(1)}, u.Tables()); diff != "" {
 			t.Errorf("split: price Update capacity (-want +got):\n%s", diff)
 		}
 
-		cap.Reset()
-		r, err := st.Get(ctx, split.Key{PK: "21"}, []string{"catalog"}, withCap)
+		u.Reset()
+		got, err := st.Get(uctx, split.Key{PK: "21"}, []string{"catalog"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Item.Title != p.Title || r.Item.Price != "" {
-			t.Errorf("Get catalog: got %+v, want the title and no price", r.Item)
+		if got.Item.Title != p.Title || got.Item.Price != "" {
+			t.Errorf("Get catalog: got %+v, want the title and no price", got.Item)
 		}
-		if diff := cmp.Diff(map[string]float64{catalog: 0.5}, cap.Tables()); diff != "" {
+		if diff := cmp.Diff(map[string]dynashard.Capacity{catalog: r(0.5)}, u.Tables()); diff != "" {
 			t.Errorf("split: basic page view capacity (-want +got):\n%s", diff)
 		}
 
-		cap.Reset()
-		r, err = st.Get(ctx, split.Key{PK: "21"}, nil, withCap, func(o *split.Options) { o.ConsistentRead = true })
+		u.Reset()
+		got, err = st.Get(uctx, split.Key{PK: "21"}, nil, func(o *split.Options) { o.ConsistentRead = true })
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Create made every part, the extended one with its key only.
-		if diff := cmp.Diff([]string{"catalog", "availability", "extended"}, r.Found); diff != "" || r.Missing != nil {
-			t.Errorf("Found (-want +got):\n%s, Missing %q", diff, r.Missing)
+		if diff := cmp.Diff([]string{"catalog", "availability", "extended"}, got.Found); diff != "" || got.Missing != nil {
+			t.Errorf("Found (-want +got):\n%s, Missing %q", diff, got.Missing)
 		}
-		if r.Item.Price != "$4.00 USD" || r.Item.PriceVersion != 3 {
-			t.Errorf("Get all: price %q version %d, want $4.00 USD and 3", r.Item.Price, r.Item.PriceVersion)
+		if got.Item.Price != "$4.00 USD" || got.Item.PriceVersion != 3 {
+			t.Errorf("Get all: price %q version %d, want $4.00 USD and 3", got.Item.Price, got.Item.PriceVersion)
 		}
-		if diff := cmp.Diff(map[string]float64{catalog: 1, avail: 1, extended: 1}, cap.Tables()); diff != "" {
+		if diff := cmp.Diff(map[string]dynashard.Capacity{catalog: r(1), avail: r(1), extended: r(1)}, u.Tables()); diff != "" {
 			t.Errorf("split: consistent Get of every part (-want +got):\n%s", diff)
 		}
 
-		cap.Reset()
-		if err := st.Delete(ctx, split.Key{PK: "21"}, withCap); err != nil {
+		u.Reset()
+		if err := st.Delete(uctx, split.Key{PK: "21"}); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(map[string]float64{catalog: 12, avail: 4, extended: 4}, cap.Tables()); diff != "" {
+		if diff := cmp.Diff(map[string]dynashard.Capacity{catalog: w(12), avail: w(4), extended: w(4)}, u.Tables()); diff != "" {
 			t.Errorf("Delete capacity (-want +got):\n%s", diff)
 		}
 		if _, err := st.Get(ctx, split.Key{PK: "21"}, nil); !errors.Is(err, split.ErrNotFound) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/parentio"
 )
 
@@ -155,7 +156,7 @@ func (s *Store[T]) largePut(p *part, k Key, av map[string]types.AttributeValue) 
 // (or when tx is set), through the part's parentio client. A flip lost to
 // a concurrent write of the value is tried again while the part's own
 // conditions hold.
-func (s *Store[T]) writeLarge(ctx context.Context, op string, k Key, ws []write, lw *largeWrite, tx bool, o Options) error {
+func (s *Store[T]) writeLarge(ctx context.Context, op string, k Key, ws []write, lw *largeWrite, tx bool) error {
 	items, err := s.txItems(op, k, ws, lw.i)
 	if err != nil {
 		return err
@@ -166,17 +167,17 @@ func (s *Store[T]) writeLarge(ctx context.Context, op string, k Key, ws []write,
 		// The bug: the other parts in a transaction of their own (after
 		// checking that the item exists), then the large part's write
 		// alone.
-		if out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.p.table), Key: w.key, ConsistentRead: aws.Bool(true)}); err != nil || (op == "Put" && len(out.Item) == 0) {
+		if out, err := observe.Do(ctx, s.c.GetItem, &dynamodb.GetItemInput{TableName: aws.String(w.p.table), Key: w.key, ConsistentRead: aws.Bool(true)}); err != nil || (op == "Put" && len(out.Item) == 0) {
 			return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: fmt.Errorf("%w: %v", ErrNotFound, err)}
 		}
 		in := &dynamodb.TransactWriteItemsInput{TransactItems: slices.Delete(slices.Clone(items), lw.i, lw.i+1)}
-		if _, err := s.c.TransactWriteItems(ctx, in); err != nil {
+		if _, err := observe.Do(ctx, s.c.TransactWriteItems, in); err != nil {
 			return s.txError(op, k, slices.Delete(slices.Clone(ws), lw.i, lw.i+1), err)
 		}
 		ws, lw.i, tx = []write{w}, 0, false
 	}
 	for range largeAttempts {
-		pio := &partIO[T]{s: s, o: o, op: op, k: k, ws: ws, li: lw.i, items: items, tx: tx, check: op == "Put"}
+		pio := &partIO[T]{s: s, op: op, k: k, ws: ws, li: lw.i, items: items, tx: tx, check: op == "Put"}
 		_, err = w.p.Large.Store.Put(parentio.With(ctx, pio), lw.key, lw.data, func(po *chunk.PutOptions) {
 			po.Attributes, po.Condition = lw.attrs, w.cond
 		})
@@ -184,7 +185,7 @@ func (s *Store[T]) writeLarge(ctx context.Context, op string, k Key, ws []write,
 			return nil
 		}
 		var again bool
-		if err, again = s.largeFailed(ctx, op, k, ws, lw.i, tx, err, o); !again {
+		if err, again = s.largeFailed(ctx, op, k, ws, lw.i, tx, err); !again {
 			return err
 		}
 	}
@@ -202,7 +203,7 @@ var (
 // largeFailed turns the error of a chunk store's Put of large part ws[li]
 // into the package's errors, or says to start over: the flip lost to a
 // concurrent write of the value and the part's own conditions hold.
-func (s *Store[T]) largeFailed(ctx context.Context, op string, k Key, ws []write, li int, tx bool, err error, o Options) (error, bool) {
+func (s *Store[T]) largeFailed(ctx context.Context, op string, k Key, ws []write, li int, tx bool, err error) (error, bool) {
 	w := ws[li]
 	perr := func(e error) error { return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: e} }
 	var tce *types.TransactionCanceledException
@@ -216,7 +217,7 @@ func (s *Store[T]) largeFailed(ctx context.Context, op string, k Key, ws []write
 	case errors.Is(err, ErrInvalid):
 		return perr(fmt.Errorf("split: %s: %w", op, err)), false
 	case op == "Put" && errors.As(err, &tce) && reasonAt(tce, li) == "ConditionalCheckFailed":
-		lerr := s.largeCheck(ctx, op, k, w, o)
+		lerr := s.largeCheck(ctx, op, k, w)
 		if lerr == nil && othersPassed(tce, li) {
 			return err, true
 		}
@@ -224,7 +225,7 @@ func (s *Store[T]) largeFailed(ctx context.Context, op string, k Key, ws []write
 		ws[li].onlyExists = errors.Is(lerr, ErrNotFound)
 		return s.txError(op, k, ws, err), false
 	case op == "Put" && !tx && errors.Is(err, ErrConflict):
-		if lerr := s.largeCheck(ctx, op, k, w, o); lerr != nil {
+		if lerr := s.largeCheck(ctx, op, k, w); lerr != nil {
 			return lerr, false
 		}
 		return err, true
@@ -239,15 +240,13 @@ func (s *Store[T]) largeFailed(ctx context.Context, op string, k Key, ws []write
 // write expected, so only the value's own version, which the chunk store
 // checks, had changed (unless a condition of the caller's, which split
 // cannot evaluate, was involved: then ErrConflict).
-func (s *Store[T]) largeCheck(ctx context.Context, op string, k Key, w write, o Options) error {
+func (s *Store[T]) largeCheck(ctx context.Context, op string, k Key, w write) error {
 	perr := func(e error) error { return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: e} }
 	in := &dynamodb.GetItemInput{TableName: aws.String(w.p.table), Key: w.key, ConsistentRead: aws.Bool(true)}
-	s.ask(&in.ReturnConsumedCapacity, o)
-	out, err := s.c.GetItem(ctx, in)
+	out, err := observe.Do(ctx, s.c.GetItem, in)
 	if err != nil {
 		return perr(fmt.Errorf("split: %s: %w: the large value's flip was refused (and reading the part to tell why failed: %w)", op, ErrConflict, err))
 	}
-	record(o.Capacity, deref(out.ConsumedCapacity)...)
 	switch {
 	case len(out.Item) == 0:
 		return perr(fmt.Errorf("split: %s: %w: the part does not exist", op, ErrNotFound))
@@ -293,14 +292,14 @@ func othersPassed(tce *types.TransactionCanceledException, li int) bool {
 // chunks. When the part holds no value the store sends nothing, and the
 // parts are deleted in a transaction on condition that it still holds
 // none.
-func (s *Store[T]) deleteLarge(ctx context.Context, k Key, ws []write, li int, o Options) error {
+func (s *Store[T]) deleteLarge(ctx context.Context, k Key, ws []write, li int) error {
 	w := ws[li]
 	items, err := s.txItems("Delete", k, ws, li)
 	if err != nil {
 		return err
 	}
 	for range largeAttempts {
-		pio := &partIO[T]{s: s, o: o, op: "Delete", k: k, ws: ws, li: li, items: items, tx: len(ws) > 1}
+		pio := &partIO[T]{s: s, op: "Delete", k: k, ws: ws, li: li, items: items, tx: len(ws) > 1}
 		err := w.p.Large.Store.Delete(parentio.With(ctx, pio), w.p.chunkKey(w.key))
 		switch {
 		case err != nil && !pio.tx:
@@ -312,7 +311,7 @@ func (s *Store[T]) deleteLarge(ctx context.Context, k Key, ws []write, li int, o
 		}
 		none := slices.Clone(ws)
 		none[li].cond = expression.AttributeNotExists(expression.Name(chunkVersion))
-		err = s.transact(ctx, "Delete", k, none, o)
+		err = s.transact(ctx, "Delete", k, none)
 		var tce *types.TransactionCanceledException
 		if err == nil || !errors.As(err, &tce) || reasonAt(tce, li) != "ConditionalCheckFailed" {
 			return err

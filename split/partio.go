@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/parentio"
 )
 
@@ -20,7 +21,6 @@ import (
 // the value's. A chunk call sends its parent requests one at a time.
 type partIO[T any] struct {
 	s     *Store[T]
-	o     Options
 	op    string
 	k     Key
 	ws    []write                   // the call's writes
@@ -60,12 +60,10 @@ func (c *partIO[T]) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optF
 		}
 		req.ProjectionExpression, req.ExpressionAttributeNames = aws.String(proj), names
 	}
-	c.s.ask(&req.ReturnConsumedCapacity, c.o)
-	out, err := c.s.c.GetItem(ctx, &req, optFns...)
+	out, err := observe.Do(ctx, c.s.c.GetItem, &req, optFns...)
 	if err != nil {
 		return out, err
 	}
-	record(c.o.Capacity, deref(out.ConsumedCapacity)...)
 	if !check {
 		return out, nil
 	}
@@ -92,13 +90,7 @@ func (c *partIO[T]) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optF
 // race), for txError to name the parts.
 func (c *partIO[T]) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	if !c.tx {
-		req := *in
-		c.s.ask(&req.ReturnConsumedCapacity, c.o)
-		out, err := c.s.c.UpdateItem(ctx, &req, optFns...)
-		if err == nil {
-			record(c.o.Capacity, deref(out.ConsumedCapacity)...)
-		}
-		return out, err
+		return observe.Do(ctx, c.s.c.UpdateItem, in, optFns...)
 	}
 	update := types.TransactWriteItem{Update: &types.Update{
 		TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression,
@@ -119,13 +111,7 @@ func (c *partIO[T]) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 func (c *partIO[T]) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	c.sent = true
 	if !c.tx {
-		req := *in
-		c.s.ask(&req.ReturnConsumedCapacity, c.o)
-		out, err := c.s.c.DeleteItem(ctx, &req, optFns...)
-		if err == nil {
-			record(c.o.Capacity, deref(out.ConsumedCapacity)...)
-		}
-		return out, err
+		return observe.Do(ctx, c.s.c.DeleteItem, in, optFns...)
 	}
 	items := slices.Clone(c.items)
 	items[c.li] = types.TransactWriteItem{Delete: &types.Delete{
@@ -142,10 +128,6 @@ func (c *partIO[T]) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput
 
 func (c *partIO[T]) send(ctx context.Context, items []types.TransactWriteItem, optFns []func(*dynamodb.Options)) error {
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
-	c.s.ask(&in.ReturnConsumedCapacity, c.o)
-	out, err := c.s.c.TransactWriteItems(ctx, in, optFns...)
-	if err == nil {
-		record(c.o.Capacity, out.ConsumedCapacity...)
-	}
+	_, err := observe.Do(ctx, c.s.c.TransactWriteItems, in, optFns...)
 	return err
 }

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/batch"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // Result is one logical item as read: Item holds the logical key and the
@@ -31,12 +30,14 @@ type Result[T any] struct {
 // part is listed in Result.Missing. Each part is read as its table holds
 // it at the time of the read: with eventually consistent reads (the
 // default) a part written a moment ago may be old or missing.
-func (s *Store[T]) Get(ctx context.Context, k Key, parts []string, optFns ...func(*Options)) (Result[T], error) {
-	rs, err := s.GetMany(ctx, []Key{k}, parts, optFns...)
+func (s *Store[T]) Get(ctx context.Context, k Key, parts []string, optFns ...func(*Options)) (r Result[T], err error) {
+	ctx, call := s.start(ctx, "split.Get")
+	defer func() { call.End(ctx, err) }()
+	rs, err := s.getMany(ctx, call, []Key{k}, parts, optFns)
 	if err != nil {
 		return Result[T]{Key: k}, err
 	}
-	r := rs[0]
+	r = rs[0]
 	if len(r.Found) == 0 {
 		return r, fmt.Errorf("%w: split: item %v (parts %q)", ErrNotFound, k, r.Missing)
 	}
@@ -51,7 +52,14 @@ func (s *Store[T]) Get(ctx context.Context, k Key, parts []string, optFns ...fun
 // through its chunk store (nothing more for a value inline in the item;
 // its chunks' BatchGetItems, or its object, otherwise), one item after
 // another. On a failure it returns the error and no results.
-func (s *Store[T]) GetMany(ctx context.Context, ks []Key, parts []string, optFns ...func(*Options)) ([]Result[T], error) {
+func (s *Store[T]) GetMany(ctx context.Context, ks []Key, parts []string, optFns ...func(*Options)) (rs []Result[T], err error) {
+	ctx, call := s.start(ctx, "split.GetMany")
+	defer func() { call.End(ctx, err) }()
+	return s.getMany(ctx, call, ks, parts, optFns)
+}
+
+// getMany is GetMany within the logical call c.
+func (s *Store[T]) getMany(ctx context.Context, c observe.Call, ks []Key, parts []string, optFns []func(*Options)) ([]Result[T], error) {
 	o, err := s.call(ctx, optFns)
 	if err != nil {
 		return nil, err
@@ -59,6 +67,14 @@ func (s *Store[T]) GetMany(ctx context.Context, ks []Key, parts []string, optFns
 	ps, err := s.named(parts, true)
 	if err != nil {
 		return nil, err
+	}
+	if c.Traced() {
+		var k *Key
+		if len(ks) == 1 {
+			k = &ks[0]
+		}
+		describe(c, k, ps)
+		c.SetInt(observe.AttrItems, len(ks))
 	}
 	type slot struct {
 		key   int // index of the first equal key in ks
@@ -130,15 +146,13 @@ func (s *Store[T]) GetMany(ctx context.Context, ks []Key, parts []string, optFns
 }
 
 // batchGet reads keys with internal/batch's Get (split into requests of
-// 100 keys, unprocessed keys retried with backoff), recording the
-// capacity DynamoDB reports per table.
+// 100 keys, unprocessed keys retried with backoff).
 func (s *Store[T]) batchGet(ctx context.Context, keys []batch.Key, ps []*part, o Options) ([]batch.Item, error) {
 	keyAttrs := make(map[string][]string, len(ps))
 	for _, p := range ps {
 		keyAttrs[p.table] = p.keys
 	}
-	c := capacityGetter{c: s.c, sink: o.Capacity}
-	items, _, err := batch.Get(ctx, c, keys, func(bo *batch.Options) {
+	items, _, err := batch.Get(ctx, s.c, keys, func(bo *batch.Options) {
 		bo.ConsistentRead = o.ConsistentRead
 		bo.KeyAttributes = keyAttrs
 	})
@@ -150,28 +164,6 @@ func (s *Store[T]) batchGet(ctx context.Context, keys []batch.Key, ps []*part, o
 		return nil, fmt.Errorf("split: BatchGetItem: %w", err)
 	}
 	return items, nil
-}
-
-// capacityGetter is the client batch.Get sends through: it records the
-// capacity of every BatchGetItem response per table.
-type capacityGetter struct {
-	c    batch.GetAPI
-	sink *Capacity
-}
-
-func (g capacityGetter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	out, err := g.c.BatchGetItem(ctx, in, optFns...)
-	if err == nil && out != nil {
-		record(g.sink, out.ConsumedCapacity...)
-	}
-	return out, err
-}
-
-// record adds reported capacity to sink.
-func record(sink *Capacity, ccs ...types.ConsumedCapacity) {
-	for _, cc := range ccs {
-		sink.add(aws.ToString(cc.TableName), aws.ToFloat64(cc.CapacityUnits))
-	}
 }
 
 // result assembles the Result of key k from the items found for each part

@@ -3,13 +3,14 @@ package split
 import (
 	"context"
 	"fmt"
-	"sync"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // Errors, matched with errors.Is. The first three are the families every
@@ -83,16 +84,6 @@ type Options struct {
 	// Default nil: only the conditions split sets itself.
 	Conditions map[string]expression.ConditionBuilder
 
-	// Capacity, if set, receives the capacity DynamoDB reports for every
-	// request of the call (ReturnConsumedCapacity TOTAL), per table: set
-	// it per call to see what one call cost, or at New to total every
-	// call of the Store. Default nil: no capacity is asked for. A request
-	// that fails (a refused condition included) reports none, though
-	// DynamoDB charges a refused write: such calls are under-counted. The
-	// requests a large part's chunk store sends on its chunk table (and
-	// objects) are not counted; those on the part's item are.
-	Capacity *Capacity
-
 	// Encoder and Decoder adjust attributevalue's conversion of T (e.g.
 	// TagKey "json"). Default: attributevalue's defaults.
 	Encoder func(*attributevalue.EncoderOptions)
@@ -114,62 +105,6 @@ func (o Options) apply(optFns []func(*Options)) Options {
 		}
 	}
 	return o
-}
-
-// Capacity totals the capacity units DynamoDB reported, per table. The
-// zero value is empty and ready to use; a Capacity is safe for concurrent
-// use, so one can total the calls of many goroutines.
-type Capacity struct {
-	mu    sync.Mutex
-	units map[string]float64
-}
-
-func (c *Capacity) add(table string, units float64) {
-	if c == nil || table == "" {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.units == nil {
-		c.units = map[string]float64{}
-	}
-	c.units[table] += units
-}
-
-// Table returns the units reported for the table so far.
-func (c *Capacity) Table(name string) float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.units[name]
-}
-
-// Tables returns a copy of the units reported so far, by table name.
-func (c *Capacity) Tables() map[string]float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := make(map[string]float64, len(c.units))
-	for k, v := range c.units {
-		m[k] = v
-	}
-	return m
-}
-
-// Total returns the units reported so far over every table.
-func (c *Capacity) Total() float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var t float64
-	for _, v := range c.units {
-		t += v
-	}
-	return t
-}
-
-// Reset forgets every figure.
-func (c *Capacity) Reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.units = nil
 }
 
 // PartError reports what went wrong with one part of a logical item. It
@@ -199,6 +134,7 @@ type Store[T any] struct {
 	owner map[string]*part // attribute (or version) name → the part holding it
 	order []*part          // as declared
 	opts  Options
+	obs   *observe.Scope // the client's tracer and meter; nil: none
 }
 
 // New returns a Store over the parts l describes, with the Options optFns
@@ -213,7 +149,7 @@ func New[T any](c Client, l Layout, optFns ...func(*Options)) (*Store[T], error)
 		return nil, fmt.Errorf("split: New: %w", err)
 	}
 	l = l.clone()
-	s := &Store[T]{c: c, l: l, parts: map[string]*part{}, owner: map[string]*part{}, opts: Options{}.apply(optFns)}
+	s := &Store[T]{c: c, l: l, parts: map[string]*part{}, owner: map[string]*part{}, opts: Options{}.apply(optFns), obs: observe.For(c)}
 	for i := range l.Parts {
 		p := newPart(l, &l.Parts[i])
 		s.parts[p.Name] = p
@@ -230,6 +166,48 @@ func New[T any](c Client, l Layout, optFns ...func(*Options)) (*Store[T], error)
 
 // Layout returns a copy of the Store's layout.
 func (s *Store[T]) Layout() Layout { return s.l.clone() }
+
+// start opens the logical call op ("split.Get": span
+// "dynashard.split.Get"; a constant, so that an unobserved call allocates
+// nothing). A nil Store or ctx, which call refuses, is no observed call.
+func (s *Store[T]) start(ctx context.Context, op string) (context.Context, observe.Call) {
+	if s == nil || ctx == nil {
+		return ctx, observe.Call{}
+	}
+	return s.obs.Start(ctx, op)
+}
+
+// describe sets the span attributes of a call on the parts ps of the
+// item with key k (nil: several keys): the parts' tables, comma-separated,
+// and the key's values.
+func describe(c observe.Call, k *Key, ps []*part) {
+	if !c.Traced() {
+		return
+	}
+	c.SetString(observe.AttrTable, tables(ps))
+	if k != nil {
+		c.SetString(observe.AttrBase, k.PK)
+		if k.SK != "" {
+			c.SetString(attrID, k.SK)
+		}
+	}
+}
+
+// attrID is the span attribute of the logical sort-key value (the id of
+// a sharded part), beside observe.AttrBase for the partition-key value.
+const attrID = "dynashard.id"
+
+// tables names the tables of ps, comma-separated.
+func tables(ps []*part) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(p.table)
+	}
+	return b.String()
+}
 
 // call checks the receiver and ctx and returns the call's Options.
 func (s *Store[T]) call(ctx context.Context, optFns []func(*Options)) (Options, error) {

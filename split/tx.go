@@ -14,21 +14,19 @@ import (
 
 	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // transact sends ws as one TransactWriteItems.
-func (s *Store[T]) transact(ctx context.Context, op string, k Key, ws []write, o Options) error {
+func (s *Store[T]) transact(ctx context.Context, op string, k Key, ws []write) error {
 	items, err := s.txItems(op, k, ws, -1)
 	if err != nil {
 		return err
 	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
-	s.ask(&in.ReturnConsumedCapacity, o)
-	out, err := s.c.TransactWriteItems(ctx, in)
-	if err != nil {
+	if _, err := observe.Do(ctx, s.c.TransactWriteItems, in); err != nil {
 		return s.txError(op, k, ws, err)
 	}
-	record(o.Capacity, out.ConsumedCapacity...)
 	return nil
 }
 
@@ -147,7 +145,7 @@ func retried(a *attempts.Counter, op string, k Key, w write, err error) error {
 		Err: fmt.Errorf("split: %s: outcome unknown: an attempt that may have been applied was retried, and the retry's condition failed (%v)", op, err)}
 }
 
-func (s *Store[T]) failed(ctx context.Context, op string, k Key, w write, err error, o Options) error {
+func (s *Store[T]) failed(ctx context.Context, op string, k Key, w write, err error) error {
 	perr := func(e error) error { return &PartError{Part: w.p.Name, Table: w.p.table, Key: k, Err: e} }
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
@@ -168,12 +166,10 @@ func (s *Store[T]) failed(ctx context.Context, op string, k Key, w write, err er
 		return notFound()
 	}
 	in := &dynamodb.GetItemInput{TableName: aws.String(w.p.table), Key: w.key, ConsistentRead: aws.Bool(true)}
-	s.ask(&in.ReturnConsumedCapacity, o)
-	out, gerr := s.c.GetItem(ctx, in)
+	out, gerr := observe.Do(ctx, s.c.GetItem, in)
 	if gerr != nil {
 		return perr(fmt.Errorf("split: %s: %w: %w (and reading the part to tell why failed: %w)", op, ErrConflict, err, gerr))
 	}
-	record(o.Capacity, deref(out.ConsumedCapacity)...)
 	if len(out.Item) == 0 {
 		return notFound()
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/setclause"
 )
 
@@ -43,7 +44,9 @@ type write struct {
 // A part with a Large value is written through its chunk store: the value
 // first, then the transaction carries the store's flip of the part's item
 // (see "Large parts" in the package doc).
-func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options)) (T, error) {
+func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options)) (_ T, err error) {
+	ctx, call := s.start(ctx, "split.Create")
+	defer func() { call.End(ctx, err) }()
 	o, err := s.call(ctx, optFns)
 	if err != nil {
 		return item, err
@@ -52,6 +55,7 @@ func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options))
 	if err != nil {
 		return item, err
 	}
+	describe(call, &k, s.order)
 	ws := make([]write, 0, len(s.order))
 	var lw *largeWrite
 	for _, p := range s.order {
@@ -69,9 +73,9 @@ func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options))
 		ws = append(ws, w)
 	}
 	if lw != nil {
-		err = s.writeLarge(ctx, "Create", k, ws, lw, true, o)
+		err = s.writeLarge(ctx, "Create", k, ws, lw, true)
 	} else {
-		err = s.transact(ctx, "Create", k, ws, o)
+		err = s.transact(ctx, "Create", k, ws)
 	}
 	if err != nil {
 		return item, err
@@ -94,7 +98,9 @@ func (s *Store[T]) Create(ctx context.Context, item T, optFns ...func(*Options))
 // a Large value is written through its chunk store: one consistent
 // GetItem, the value, then the flip, alone or in the transaction (see
 // "Large parts" in the package doc).
-func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...func(*Options)) (T, error) {
+func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...func(*Options)) (_ T, err error) {
+	ctx, call := s.start(ctx, "split.Put")
+	defer func() { call.End(ctx, err) }()
 	o, err := s.call(ctx, optFns)
 	if err != nil {
 		return item, err
@@ -107,6 +113,7 @@ func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...fu
 	if err != nil {
 		return item, err
 	}
+	describe(call, &k, ps)
 	ws := make([]write, 0, len(ps))
 	var lw *largeWrite
 	for _, p := range ps {
@@ -140,11 +147,11 @@ func (s *Store[T]) Put(ctx context.Context, item T, parts []string, optFns ...fu
 	}
 	switch {
 	case lw != nil:
-		err = s.writeLarge(ctx, "Put", k, ws, lw, false, o)
+		err = s.writeLarge(ctx, "Put", k, ws, lw, false)
 	case len(ws) == 1:
-		err = s.putOne(ctx, k, ws[0], o)
+		err = s.putOne(ctx, k, ws[0])
 	default:
-		err = s.transact(ctx, "Put", k, ws, o)
+		err = s.transact(ctx, "Put", k, ws)
 	}
 	if err != nil {
 		return item, err
@@ -210,7 +217,9 @@ func advance(p *part, av map[string]types.AttributeValue) (expression.ConditionB
 // For a part with a Large value, update may name only the part's other
 // attributes (no paths into them), and the value is returned at its zero
 // value: Get reads it.
-func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update expression.UpdateBuilder, optFns ...func(*Options)) (T, error) {
+func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update expression.UpdateBuilder, optFns ...func(*Options)) (_ T, err error) {
+	ctx, call := s.start(ctx, "split.Update")
+	defer func() { call.End(ctx, err) }()
 	var zero T
 	o, err := s.call(ctx, optFns)
 	if err != nil {
@@ -221,6 +230,7 @@ func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update ex
 		return zero, err
 	}
 	p := ps[0]
+	describe(call, &k, ps)
 	if err := s.l.checkKey(k); err != nil {
 		return zero, err
 	}
@@ -274,17 +284,15 @@ func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update ex
 		in.ExpressionAttributeValues[":splitZero"] = &types.AttributeValueMemberN{Value: "0"}
 		in.ExpressionAttributeValues[":splitOne"] = &types.AttributeValueMemberN{Value: "1"}
 	}
-	s.ask(&in.ReturnConsumedCapacity, o)
 	var a attempts.Counter
-	out, err := s.c.UpdateItem(ctx, in, a.Option)
+	out, err := observe.Do(ctx, s.c.UpdateItem, in, a.Option)
 	if err != nil {
 		w := write{p: p, key: km, onlyExists: only, userCond: !only}
 		if uerr := retried(&a, "Update", k, w, err); uerr != nil {
 			return zero, uerr
 		}
-		return zero, s.failed(ctx, "Update", k, w, err, o)
+		return zero, s.failed(ctx, "Update", k, w, err)
 	}
-	record(o.Capacity, deref(out.ConsumedCapacity)...)
 	av := s.logicalKey(k)
 	p.copyAttrs(av, out.Attributes)
 	var v T
@@ -307,11 +315,14 @@ func withVersion(update string) string {
 // with ErrNoTransactions on a server without transactions. A part with a
 // Large value is deleted through its chunk store, in the same transaction,
 // then its chunks; Options.Conditions may not name it (ErrInvalid).
-func (s *Store[T]) Delete(ctx context.Context, k Key, optFns ...func(*Options)) error {
+func (s *Store[T]) Delete(ctx context.Context, k Key, optFns ...func(*Options)) (err error) {
+	ctx, call := s.start(ctx, "split.Delete")
+	defer func() { call.End(ctx, err) }()
 	o, err := s.call(ctx, optFns)
 	if err != nil {
 		return err
 	}
+	describe(call, &k, s.order)
 	if err := s.l.checkKey(k); err != nil {
 		return err
 	}
@@ -337,11 +348,11 @@ func (s *Store[T]) Delete(ctx context.Context, k Key, optFns ...func(*Options)) 
 	}
 	switch {
 	case large >= 0:
-		return s.deleteLarge(ctx, k, ws, large, o)
+		return s.deleteLarge(ctx, k, ws, large)
 	case len(ws) == 1:
-		return s.deleteOne(ctx, k, ws[0], o)
+		return s.deleteOne(ctx, k, ws[0])
 	}
-	return s.transact(ctx, "Delete", k, ws, o)
+	return s.transact(ctx, "Delete", k, ws)
 }
 
 // marshal converts item and checks that every attribute is a key
@@ -413,7 +424,7 @@ func (s *Store[T]) returned(item T, av map[string]types.AttributeValue, o Option
 	return v, nil
 }
 
-func (s *Store[T]) putOne(ctx context.Context, k Key, w write, o Options) error {
+func (s *Store[T]) putOne(ctx context.Context, k Key, w write) error {
 	in := &dynamodb.PutItemInput{
 		TableName:                           aws.String(w.p.table),
 		Item:                                w.item,
@@ -426,20 +437,17 @@ func (s *Store[T]) putOne(ctx context.Context, k Key, w write, o Options) error 
 		}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 	}
-	s.ask(&in.ReturnConsumedCapacity, o)
 	var a attempts.Counter
-	out, err := s.c.PutItem(ctx, in, a.Option)
-	if err != nil {
+	if _, err := observe.Do(ctx, s.c.PutItem, in, a.Option); err != nil {
 		if uerr := retried(&a, "Put", k, w, err); uerr != nil {
 			return uerr
 		}
-		return s.failed(ctx, "Put", k, w, err, o)
+		return s.failed(ctx, "Put", k, w, err)
 	}
-	record(o.Capacity, deref(out.ConsumedCapacity)...)
 	return nil
 }
 
-func (s *Store[T]) deleteOne(ctx context.Context, k Key, w write, o Options) error {
+func (s *Store[T]) deleteOne(ctx context.Context, k Key, w write) error {
 	in := &dynamodb.DeleteItemInput{TableName: aws.String(w.p.table), Key: w.key}
 	if w.cond.IsSet() {
 		expr, err := expression.NewBuilder().WithCondition(w.cond).Build()
@@ -448,29 +456,12 @@ func (s *Store[T]) deleteOne(ctx context.Context, k Key, w write, o Options) err
 		}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = expr.Condition(), expr.Names(), expr.Values()
 	}
-	s.ask(&in.ReturnConsumedCapacity, o)
 	var a attempts.Counter
-	out, err := s.c.DeleteItem(ctx, in, a.Option)
-	if err != nil {
+	if _, err := observe.Do(ctx, s.c.DeleteItem, in, a.Option); err != nil {
 		if uerr := retried(&a, "Delete", k, w, err); uerr != nil {
 			return uerr
 		}
-		return s.failed(ctx, "Delete", k, w, err, o)
+		return s.failed(ctx, "Delete", k, w, err)
 	}
-	record(o.Capacity, deref(out.ConsumedCapacity)...)
 	return nil
-}
-
-// ask sets ReturnConsumedCapacity when the call collects capacity.
-func (s *Store[T]) ask(rc *types.ReturnConsumedCapacity, o Options) {
-	if o.Capacity != nil {
-		*rc = types.ReturnConsumedCapacityTotal
-	}
-}
-
-func deref(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
-	if cc == nil {
-		return nil
-	}
-	return []types.ConsumedCapacity{*cc}
 }

@@ -55,6 +55,18 @@
 // reads as on-demand. The tests check the hot, cold and on-demand figures
 // through DescribeTable on both servers.
 //
+// # Observability
+//
+// Ensure, List, Retain and Tune are each one logical call
+// (internal/observe): a span named dynashard.timeseries.<Op> when the
+// client has a TracerProvider, with the router's Prefix
+// (dynashard.timeseries.prefix) and the tables created, listed, deleted
+// or changed (dynashard.items), and the call metrics when it has a
+// MeterProvider. Their requests are control-plane requests (CreateTable,
+// ListTables, DescribeTable, UpdateTable, DeleteTable), which consume no
+// capacity units: a dynashard.Usage in the context counts them in
+// Requests and reports no capacity.
+//
 // # Limits and failure modes
 //
 // A Router whose Period is not Day, Week or Month, or whose Prefix cannot

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/partition"
 )
 
@@ -173,7 +174,9 @@ func (m *Tables) age(start, now time.Time) int {
 // (matching ErrDecreaseLimit when the daily decrease limit was the reason),
 // is joined into the returned error and Tune goes on with the others. With
 // a zero Options.Cold, Tune sends no request and returns nothing.
-func (m *Tables) Tune(ctx context.Context, now time.Time) ([]Change, error) {
+func (m *Tables) Tune(ctx context.Context, now time.Time) (changes []Change, err error) {
+	ctx, call := m.start(ctx, "timeseries.Tune")
+	defer func() { end(ctx, call, len(changes), err) }()
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
@@ -182,7 +185,7 @@ func (m *Tables) Tune(ctx context.Context, now time.Time) ([]Change, error) {
 	}
 	var old []string
 	var ages []int
-	for name, err := range m.List(ctx) {
+	for name, err := range m.list(ctx) {
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +195,6 @@ func (m *Tables) Tune(ctx context.Context, now time.Time) ([]Change, error) {
 			ages = append(ages, a)
 		}
 	}
-	var changes []Change
 	var errs []error
 	for i, name := range old {
 		c, ok, err := m.tune(ctx, name)
@@ -213,7 +215,7 @@ func (m *Tables) Tune(ctx context.Context, now time.Time) ([]Change, error) {
 
 // tune dials one table down; ok is false when nothing needed doing.
 func (m *Tables) tune(ctx context.Context, name string) (c Change, ok bool, err error) {
-	d, err := m.c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	d, err := observe.Do(ctx, m.c.DescribeTable, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	if err != nil {
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
@@ -236,7 +238,7 @@ func (m *Tables) tune(ctx context.Context, name string) (c Change, ok bool, err 
 	} else {
 		in.ProvisionedThroughput = &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(cold.RCU), WriteCapacityUnits: aws.Int64(cold.WCU)}
 	}
-	if _, err := m.c.UpdateTable(ctx, in); err != nil {
+	if _, err := observe.Do(ctx, m.c.UpdateTable, in); err != nil {
 		var le *types.LimitExceededException
 		if errors.As(err, &le) {
 			err = fmt.Errorf("%w: %w", ErrDecreaseLimit, err)

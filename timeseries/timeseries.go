@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // Period is the span of time one table holds.
@@ -238,6 +239,7 @@ type Tables struct {
 	r        Router
 	template dynamodb.CreateTableInput
 	o        Options
+	obs      *observe.Scope // the client's tracer and meter; nil: none
 }
 
 var _ Client = (*dynamodb.Client)(nil)
@@ -267,7 +269,7 @@ func New(c Client, r Router, template *dynamodb.CreateTableInput, optFns ...func
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	return &Tables{c: c, r: r, template: *template, o: o}, nil
+	return &Tables{c: c, r: r, template: *template, o: o, obs: observe.For(c)}, nil
 }
 
 // Router returns the router the Tables serve: the zero Router for a zero
@@ -277,6 +279,31 @@ func (m *Tables) Router() Router {
 		return Router{}
 	}
 	return m.r
+}
+
+// attrPrefix is the span attribute of the router's Prefix: a call of
+// Tables acts on several tables, named Prefix_<period>.
+const attrPrefix = "dynashard.timeseries.prefix"
+
+// start opens the logical call op ("timeseries.Ensure": span
+// "dynashard.timeseries.Ensure"; a constant, so that an unobserved call
+// allocates nothing), with the router's prefix as attribute. Tables not made by New, or a
+// nil ctx, which check refuses, are no observed call.
+func (m *Tables) start(ctx context.Context, op string) (context.Context, observe.Call) {
+	if m == nil || ctx == nil {
+		return ctx, observe.Call{}
+	}
+	ctx, call := m.obs.Start(ctx, op)
+	if call.Traced() {
+		call.SetString(attrPrefix, m.r.Prefix)
+	}
+	return ctx, call
+}
+
+// end closes call with err and the tables it acted on.
+func end(ctx context.Context, call observe.Call, n int, err error) {
+	call.SetInt(observe.AttrItems, n)
+	call.End(ctx, err)
 }
 
 // check validates the Tables and ctx before any request.
@@ -298,14 +325,15 @@ func (m *Tables) check(ctx context.Context) error {
 // A table that already exists is left as it is, not an error: several
 // instances may run Ensure. A
 // negative ahead fails with ErrInvalid, as does an invalid Tables.
-func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) ([]string, error) {
+func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) (created []string, err error) {
+	ctx, call := m.start(ctx, "timeseries.Ensure")
+	defer func() { end(ctx, call, len(created), err) }()
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
 	if ahead < 0 {
 		return nil, fmt.Errorf("%w: ahead = %d, want >= 0", ErrInvalid, ahead)
 	}
-	var created []string
 	t := m.r.Start(now)
 	for i := 0; i <= ahead; i++ {
 		in := m.template
@@ -314,7 +342,7 @@ func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) ([]string
 		}
 		name := m.r.table(t)
 		in.TableName = aws.String(name)
-		_, err := m.c.CreateTable(ctx, &in)
+		_, err := observe.Do(ctx, m.c.CreateTable, &in)
 		var inUse *types.ResourceInUseException
 		switch {
 		case err == nil:
@@ -333,6 +361,34 @@ func (m *Tables) Ensure(ctx context.Context, now time.Time, ahead int) ([]string
 // the sequence as its last pair; for an invalid Tables it is the only one.
 func (m *Tables) List(ctx context.Context) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
+		ctx, call := m.start(ctx, "timeseries.List")
+		n := 0
+		var err error
+		defer func() { end(ctx, call, n, err) }()
+		for name, lerr := range m.list(ctx) {
+			if lerr != nil {
+				err = lerr
+				yield("", err)
+				return
+			}
+			n++
+			if !yield(name, nil) {
+				return
+			}
+		}
+	}
+}
+
+// lister sends ListTables through observe.Do, for the SDK's paginator.
+type lister struct{ c Client }
+
+func (l lister) ListTables(ctx context.Context, in *dynamodb.ListTablesInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ListTablesOutput, error) {
+	return observe.Do(ctx, l.c.ListTables, in, optFns...)
+}
+
+// list is List within the caller's logical call.
+func (m *Tables) list(ctx context.Context) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
 		if err := m.check(ctx); err != nil {
 			yield("", err)
 			return
@@ -343,7 +399,7 @@ func (m *Tables) List(ctx context.Context) iter.Seq2[string, error] {
 		if start := m.r.Prefix + "_"; len(start) >= 3 {
 			in.ExclusiveStartTableName = aws.String(start)
 		}
-		p := dynamodb.NewListTablesPaginator(m.c, in)
+		p := dynamodb.NewListTablesPaginator(lister{m.c}, in)
 		for p.HasMorePages() {
 			out, err := p.NextPage(ctx)
 			if err != nil {
@@ -364,12 +420,14 @@ func (m *Tables) List(ctx context.Context) iter.Seq2[string, error] {
 
 // Retain deletes every table of this router whose whole period ended before
 // horizon, and returns their names. The table holding horizon is kept.
-func (m *Tables) Retain(ctx context.Context, horizon time.Time) ([]string, error) {
+func (m *Tables) Retain(ctx context.Context, horizon time.Time) (deleted []string, err error) {
+	ctx, call := m.start(ctx, "timeseries.Retain")
+	defer func() { end(ctx, call, len(deleted), err) }()
 	if err := m.check(ctx); err != nil {
 		return nil, err
 	}
 	var doomed []string
-	for name, err := range m.List(ctx) {
+	for name, err := range m.list(ctx) {
 		if err != nil {
 			return nil, err
 		}
@@ -378,9 +436,8 @@ func (m *Tables) Retain(ctx context.Context, horizon time.Time) ([]string, error
 			doomed = append(doomed, name)
 		}
 	}
-	var deleted []string
 	for _, name := range doomed {
-		_, err := m.c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		_, err := observe.Do(ctx, m.c.DeleteTable, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		var nf *types.ResourceNotFoundException
 		if err != nil && !errors.As(err, &nf) {
 			return deleted, fmt.Errorf("timeseries: delete %s: %w", name, err)
