@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/split"
 )
@@ -65,10 +66,10 @@ func splitLayout(catalog, availability, extended string) split.Layout {
 // splitCosts are scenario 9's capacity figures, as the server reported
 // them. create is 0 (and noTx set) on a server without transactions.
 type splitCosts struct {
-	sizes                      map[string]int // item bytes: "whole" and each part
-	onePrice, oneBasic, oneGet float64        // one table: UpdateItem, GetItem with a projection, GetItem
-	oneCreate                  float64        // PutItem
-	price, basic, both, create split.Capacity // split: Update, Get catalog, Get catalog+availability, Create
+	sizes                      map[string]int  // item bytes: "whole" and each part
+	onePrice, oneBasic, oneGet float64         // one table: UpdateItem, GetItem with a projection, GetItem
+	oneCreate                  float64         // PutItem
+	price, basic, both, create dynashard.Usage // split: Update, Get catalog, Get catalog+availability, Create
 	noTx                       bool
 }
 
@@ -106,18 +107,18 @@ func (b *bencher) splitItems(ctx context.Context) (*section, error) {
 		"The guide's product as one item of %d bytes in one table, beside the same product split by package split over "+
 			"ProductCatalog (Title, Description: %d bytes), ProductAvailability (Price, QuantityOnHand, Offer: %d bytes) and "+
 			"ExtendedProductCatalog (AverageCustomerRating, TrackListing: %d bytes), item sizes as DynamoDB counts them. "+
-			"Capacity units are the server's own report (ReturnConsumedCapacity TOTAL; split's Options.Capacity), reads "+
+			"Capacity units are the server's own report (ReturnConsumedCapacity, through a dynashard.Usage in each split call's context), reads "+
 			"eventually consistent. This scenario talks to the server directly, without the fault proxy.",
 		costs.sizes["whole"], costs.sizes["catalog"], costs.sizes["availability"], costs.sizes["extended"]))
 	t := sec.table("operation", "one table", "split", "split, by table", "the guide")
-	byPart := func(c *split.Capacity) string { return partUnits(c, layout) }
-	t.row("price update, WCU", cu(costs.onePrice)+" (UpdateItem)", cu(costs.price.Total()), byPart(&costs.price), "3 vs 1")
-	t.row("basic page view, RCU", cu(costs.oneBasic)+" (GetItem of Title, Description)", cu(costs.basic.Total()), byPart(&costs.basic),
+	byPart := func(c *dynashard.Usage) string { return partUnits(c, layout) }
+	t.row("price update, WCU", cu(costs.onePrice)+" (UpdateItem)", cu(costs.price.Total().Total()), byPart(&costs.price), "3 vs 1")
+	t.row("basic page view, RCU", cu(costs.oneBasic)+" (GetItem of Title, Description)", cu(costs.basic.Total().Total()), byPart(&costs.basic),
 		"no saving for a GetItem of an item under 4 KB")
-	t.row("basic + availability view, RCU", cu(costs.oneGet)+" (GetItem)", cu(costs.both.Total()), byPart(&costs.both), "")
+	t.row("basic + availability view, RCU", cu(costs.oneGet)+" (GetItem)", cu(costs.both.Total().Total()), byPart(&costs.both), "")
 	create, createParts := "n/a (no transactions)", "n/a"
 	if !costs.noTx {
-		create, createParts = cu(costs.create.Total())+" (TransactWriteItems)", byPart(&costs.create)
+		create, createParts = cu(costs.create.Total().Total())+" (TransactWriteItems)", byPart(&costs.create)
 	}
 	t.row("create, WCU", cu(costs.oneCreate)+" (PutItem)", create, createParts, "AWS docs: a transaction costs twice the units of plain writes")
 
@@ -186,7 +187,7 @@ func measureSplitCosts(ctx context.Context, c *dynamodb.Client, one string, st *
 		units(basic.ConsumedCapacity), units(all.ConsumedCapacity)
 
 	// Split.
-	_, err = st.Create(ctx, p, func(o *split.Options) { o.Capacity = &costs.create })
+	_, err = st.Create(dynashard.WithUsage(ctx, &costs.create), p)
 	if errors.Is(err, split.ErrNoTransactions) {
 		// dynalite: the parts are written one PutItem each, as an import
 		// would; everything else works without transactions.
@@ -200,15 +201,14 @@ func measureSplitCosts(ctx context.Context, c *dynamodb.Client, one string, st *
 		return costs, err
 	}
 	k := split.Key{PK: "21"}
-	if _, err := st.Update(ctx, k, "availability", expression.Set(expression.Name("Price"), expression.Value("$4.50 USD")),
-		func(o *split.Options) { o.Capacity = &costs.price }); err != nil {
+	if _, err := st.Update(dynashard.WithUsage(ctx, &costs.price), k, "availability", expression.Set(expression.Name("Price"), expression.Value("$4.50 USD"))); err != nil {
 		return costs, err
 	}
 	for _, g := range []struct {
 		parts []string
-		into  *split.Capacity
+		into  *dynashard.Usage
 	}{{[]string{"catalog"}, &costs.basic}, {[]string{"catalog", "availability"}, &costs.both}} {
-		r, err := st.Get(ctx, k, g.parts, func(o *split.Options) { o.Capacity = g.into })
+		r, err := st.Get(dynashard.WithUsage(ctx, g.into), k, g.parts)
 		if err != nil {
 			return costs, err
 		}
@@ -232,10 +232,10 @@ func partItem(whole map[string]types.AttributeValue, part split.Part) map[string
 }
 
 // partUnits renders c by part, "availability 1", in the layout's order.
-func partUnits(c *split.Capacity, l split.Layout) string {
+func partUnits(c *dynashard.Usage, l split.Layout) string {
 	var cells []string
 	for _, p := range l.Parts {
-		if u := c.Table(p.Table); u != 0 {
+		if u := c.Table(p.Table).Total(); u != 0 {
 			cells = append(cells, fmt.Sprintf("%s %s", p.Name, cu(u)))
 		}
 	}
@@ -310,15 +310,15 @@ func (b *bencher) splitLatency(ctx context.Context, c *dynamodb.Client, one stri
 // splitVerdict compares the figures with the guide's.
 func splitVerdict(c *splitCosts, lat splitLatencies) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "A price update cost %s WCU in one table and %s WCU split", cu(c.onePrice), cu(c.price.Total()))
-	if c.onePrice == 3 && c.price.Total() == 1 {
+	fmt.Fprintf(&s, "A price update cost %s WCU in one table and %s WCU split", cu(c.onePrice), cu(c.price.Total().Total()))
+	if c.onePrice == 3 && c.price.Total().Total() == 1 {
 		s.WriteString(", the guide's figures. ")
 	} else {
 		s.WriteString(", where the guide says 3 and 1. ")
 	}
 	fmt.Fprintf(&s, "A basic page view cost %s RCU in one table and %s split: GetItem and BatchGetItem round each item up "+
 		"to 4 KB, so splitting an item under 4 KB saves nothing on point reads (Query and Scan sum the items before rounding). ",
-		cu(c.oneBasic), cu(c.basic.Total()))
+		cu(c.oneBasic), cu(c.basic.Total().Total()))
 	if !c.noTx {
 		plain := 0 // the parts' units as plain writes: one per started KB
 		for name, n := range c.sizes {
@@ -327,7 +327,7 @@ func splitVerdict(c *splitCosts, lat splitLatencies) string {
 			}
 		}
 		fmt.Fprintf(&s, "Creating the product, one TransactWriteItems, cost %s WCU: %.0f× the %d units of plain writes of its "+
-			"parts, where the AWS documentation charges a transaction twice. ", cu(c.create.Total()), c.create.Total()/float64(plain), plain)
+			"parts, where the AWS documentation charges a transaction twice. ", cu(c.create.Total().Total()), c.create.Total().Total()/float64(plain), plain)
 	}
 	if len(lat.rows) == 3 {
 		base, both := lat.rows[0].median, lat.rows[2].median

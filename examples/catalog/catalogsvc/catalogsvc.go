@@ -42,6 +42,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
+	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/examples/internal/httpjson"
 	"github.com/dynashard/dynashard/split"
 )
@@ -205,8 +206,8 @@ func (s *Service) page(parts ...string) httpjson.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		var used split.Capacity
-		res, err := s.products.Get(r.Context(), k, parts, measure(&used))
+		var used dynashard.Usage
+		res, err := s.products.Get(dynashard.WithUsage(r.Context(), &used), k, parts)
 		if err != nil {
 			return 0, nil, notFound(k, err)
 		}
@@ -231,11 +232,12 @@ func (s *Service) checkout(r *http.Request) (int, any, error) {
 	if err := p.Err(); err != nil {
 		return 0, nil, err
 	}
-	var used split.Capacity
+	var used dynashard.Usage
+	ctx := dynashard.WithUsage(r.Context(), &used)
 	stock, price := expression.Name("QuantityOnHand"), expression.Name("Price")
-	got, err := s.products.Update(r.Context(), k, Availability,
+	got, err := s.products.Update(ctx, k, Availability,
 		expression.Add(stock, expression.Value(-in.Quantity)),
-		measure(&used), func(o *split.Options) {
+		func(o *split.Options) {
 			// The stock never goes negative, and the customer pays the
 			// price shown, or nothing is written.
 			o.Conditions = map[string]expression.ConditionBuilder{
@@ -243,7 +245,7 @@ func (s *Service) checkout(r *http.Request) (int, any, error) {
 			}
 		})
 	if errors.Is(err, split.ErrConflict) {
-		return s.refused(r.Context(), k, in, &used)
+		return s.refused(ctx, k, in, &used)
 	}
 	if err != nil {
 		return 0, nil, notFound(k, err)
@@ -255,8 +257,9 @@ func (s *Service) checkout(r *http.Request) (int, any, error) {
 // availability part as it is now: the price has changed (409), the stock
 // is short (409), or the product is a digital item, which sells at the
 // price shown with nothing to count down.
-func (s *Service) refused(ctx context.Context, k split.Key, in Checkout, used *split.Capacity) (int, any, error) {
-	res, err := s.products.Get(ctx, k, []string{Availability}, measure(used), func(o *split.Options) { o.ConsistentRead = true })
+// ctx carries the checkout's Usage, used.
+func (s *Service) refused(ctx context.Context, k split.Key, in Checkout, used *dynashard.Usage) (int, any, error) {
+	res, err := s.products.Get(ctx, k, []string{Availability}, func(o *split.Options) { o.ConsistentRead = true })
 	if err != nil {
 		return 0, nil, notFound(k, err)
 	}
@@ -284,9 +287,9 @@ func (s *Service) setPrice(r *http.Request) (int, any, error) {
 	if err := p.Err(); err != nil {
 		return 0, nil, err
 	}
-	var used split.Capacity
-	got, err := s.products.Update(r.Context(), k, Availability,
-		expression.Set(expression.Name("Price"), expression.Value(in.Price)), measure(&used))
+	var used dynashard.Usage
+	got, err := s.products.Update(dynashard.WithUsage(r.Context(), &used), k, Availability,
+		expression.Set(expression.Name("Price"), expression.Value(in.Price)))
 	if err != nil {
 		return 0, nil, notFound(k, err)
 	}
@@ -301,8 +304,8 @@ func (s *Service) create(r *http.Request) (int, any, error) {
 	if err := check(in); err != nil {
 		return 0, nil, err
 	}
-	var used split.Capacity
-	got, err := s.products.Create(r.Context(), in, measure(&used))
+	var used dynashard.Usage
+	got, err := s.products.Create(dynashard.WithUsage(r.Context(), &used), in)
 	switch {
 	case errors.Is(err, split.ErrConflict):
 		return 0, nil, &httpjson.Error{Status: http.StatusConflict, Message: fmt.Sprintf("product %d exists", in.ID)}
@@ -317,8 +320,8 @@ func (s *Service) delete(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	var used split.Capacity
-	if err := s.products.Delete(r.Context(), k, measure(&used)); err != nil {
+	var used dynashard.Usage
+	if err := s.products.Delete(dynashard.WithUsage(r.Context(), &used), k); err != nil {
 		return 0, nil, noTransactions(err)
 	}
 	id, _ := strconv.ParseInt(k.PK, 10, 64)
@@ -369,13 +372,13 @@ func pathKey(r *http.Request) (split.Key, error) {
 	return split.Key{PK: strconv.FormatInt(id, 10)}, nil
 }
 
-// measure collects the capacity of a call in used.
-func measure(used *split.Capacity) func(*split.Options) {
-	return func(o *split.Options) { o.Capacity = used }
-}
-
-func respond(p Product, used *split.Capacity) Response {
-	return Response{Product: p, ConsumedCapacity: used.Tables()}
+// respond is p with the capacity units used reported, by table.
+func respond(p Product, used *dynashard.Usage) Response {
+	units := map[string]float64{}
+	for table, c := range used.Tables() {
+		units[table] = c.Total()
+	}
+	return Response{Product: p, ConsumedCapacity: units}
 }
 
 // notFound maps split.ErrNotFound (a product none of whose asked-for
