@@ -10,6 +10,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/backoff"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // GrowOptions configures a [Grower]. The zero value of every field is its
@@ -276,12 +277,11 @@ func (t *Table[T]) report(ctx context.Context, base string, attempts, throttled 
 	to, decisions := g.observe(base, n, attempts, throttled)
 	for _, d := range decisions {
 		if d.Kind == Grow && to > 0 {
-			// Announce the count and return: the writers of the base
-			// make it theirs once the fence has passed (activateDue).
-			if _, err := t.l.reshard(ctx, t.c, base, to); err != nil {
+			if err := t.grow(ctx, base, to); err != nil {
 				d.Kind, d.Err = GrowFailed, err
 			}
 		}
+		t.obs.Grow(ctx, t.l.Table, growKind(d.Kind), d.To)
 		g.mu.Lock()
 		switch d.Kind {
 		case Grow:
@@ -294,6 +294,18 @@ func (t *Table[T]) report(ctx context.Context, base string, attempts, throttled 
 			g.o.OnDecision(d)
 		}
 	}
+}
+
+// grow is a Grower's grow of base to n, a logical call of its own
+// ("shard.Grow", within the write that decided it): it announces the
+// count and returns; the writers of the base make it theirs once the
+// fence has passed (activateDue).
+func (t *Table[T]) grow(ctx context.Context, base string, n int) (err error) {
+	ctx, call := t.begin(ctx, "shard.Grow", base)
+	defer func() { call.End(ctx, err) }()
+	call.SetInt(observe.AttrShardsTo, n)
+	_, err = t.l.reshard(ctx, t.c, base, n)
+	return err
 }
 
 // reportAttempts reports what a's request saw; a client that ignores

@@ -106,15 +106,20 @@
 // history (with Hash, 1/k of a base's items when N is multiplied by k) is
 // read and written with plain requests, as with one count.
 //
-// Costs, measured on DynamoDB Local 1.25.1 (which charges 2 write units
-// per KB for each action of a transaction, its ConditionChecks
-// included): while a base's history has several counts, a write of an
-// item of up to 1 KB whose keys differ costs 2 units for the write plus 2
-// per other key checked (4 units against 1 for a plain PutItem with two
-// counts), and a write that finds the item at an older key costs that
-// twice; a consistent Get costs one TransactGetItems (2 read units per
-// key); a move costs 4 units. With one count nothing changes: one plain
-// request, no hidden attribute. Transactions need a server that has them:
+// Costs, by DynamoDB's pricing (2 write units per started KB for each
+// action of a transaction, a ConditionCheck included): while a base's
+// history has several counts, a write of an item of up to 1 KB whose keys
+// differ costs 2 units for the write plus 2 per other key checked (4
+// units against 1 for a plain PutItem with two counts), and a write that
+// finds the item at an older key costs that twice; a consistent Get costs
+// one TransactGetItems (2 read units per started 4 KB of each key's item,
+// 2 for a key that holds none); a move costs 4 units per started KB of
+// the item. DynamoDB Local 1.25.1 reports 4 units per started KB for each
+// action of a transaction and adds actions of equal units only once: 4
+// for a write of up to 1 KB with one or two checks, 12 for a 1.5 KB one
+// with a check (DynamoDB: 6), 4 for a one-action transaction of up to 1
+// KB (DynamoDB: 2). With one count nothing changes: one plain request, no
+// hidden attribute. Transactions need a server that has them:
 // on dynalite, Reshard fails with [ErrNoTransactions] before changing
 // anything, and every other operation works on a base whose history has
 // one count. Each process reads a base's record once per HistoryTTL.
@@ -144,6 +149,29 @@
 // guide's "distribute write activity during data upload"). Package repo
 // builds an application repository on it (listing, caching, versions, large
 // values); use Table for writes with your own conditions and bulk loads.
+//
+// # What a call costs
+//
+// Every method of a [Table] that sends requests is one logical call. With
+// a context made by dynashard.WithUsage, each request the call sends adds
+// what DynamoDB reported to the Usage: capacity units per table, the
+// request, its throttled attempts and the batch entries returned
+// unprocessed. That includes the requests made on the call's behalf: the
+// layout record's reads and writes (a base's first write reads its absent
+// record, 1 read unit, and writes it, 1 write unit; a process then reads
+// it once per HistoryTTL, and a consistent Get every time, 1 read unit
+// each), a Load's retries and transactions, a Grower's Reshard. Without a
+// Usage (and without providers) nothing asks DynamoDB for its consumed
+// capacity, which costs time (a read of a large day through DynamoDB Local
+// took 1.14× as long with it; see the README), and nothing is allocated
+// for it. If the SDK client has a
+// TracerProvider, each call is a span named dynashard.shard.<Method>
+// (Put, Get, Update, Delete, Load, Reshard, Shards, Rebalance; Grow for a
+// Grower's grow, inside the write that decided it) with the table, the
+// base, the history it acted under and the request totals; with a
+// MeterProvider, the call metrics and shard's own: layout-record reads,
+// Grower decisions, items a Rebalance moved, and the keys a Load's batch
+// engine paced with the rates it learned for them.
 //
 // # Limits it respects
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/batch"
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // LoadOptions configures [Table.Load]. The zero value is the default.
@@ -45,12 +46,12 @@ type LoadOptions struct {
 	OnProgress func(LoadProgress)
 }
 
-// LoadProgress is a running total of a [Table.Load].
+// LoadProgress is a running total of a [Table.Load]. What the load
+// consumed is in the call's dynashard.Usage (see [Table.Load]).
 type LoadProgress struct {
-	Written     int     // items DynamoDB applied
-	Requests    int     // BatchWriteItem calls made, retries included
-	Retries     int     // calls that re-sent unprocessed items or repeated a throttled call
-	ConsumedWCU float64 // write capacity units DynamoDB reported consuming
+	Written  int // items DynamoDB applied
+	Requests int // BatchWriteItem calls made, retries included
+	Retries  int // calls that re-sent unprocessed items or repeated a throttled call
 }
 
 // LoadStats is the outcome of a [Table.Load].
@@ -142,11 +143,23 @@ type loadEntry struct {
 // Duplicate (base, id) pairs in the input are written in input order; the
 // last one wins, and reading the input goes on while a duplicate waits.
 //
+// What the load consumed, its layout-record reads and writes and any
+// transactions included, is added to the dynashard.Usage of ctx, if any
+// (dynashard.WithUsage), with the throttled attempts and the entries
+// DynamoDB returned unprocessed.
+//
 // A nil ctx or items is an error (ErrInvalid) before anything is
 // read. If items, LoadOptions.OnProgress or the client panics, Load stops
 // reading, waits for its requests in flight and panics with the same
 // value in the caller's goroutine.
-func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns ...func(*LoadOptions)) (LoadStats, error) {
+func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns ...func(*LoadOptions)) (stats LoadStats, err error) {
+	ctx, call := t.begin(ctx, "shard.Load", "")
+	defer func() {
+		if call.Traced() {
+			call.SetInt(observe.AttrItems, stats.Written)
+		}
+		call.End(ctx, err)
+	}()
 	if err := t.made(); err != nil {
 		return LoadStats{}, err
 	}
@@ -165,10 +178,7 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 	if o.BufferBytes <= 0 {
 		o.BufferBytes = 64 << 20
 	}
-	var (
-		stats  LoadStats
-		failed []FailedItem[T]
-	)
+	var failed []FailedItem[T]
 	entries := t.loadEntries(ctx, items, &stats, &failed)
 	var dropped []batch.Write
 	// Half of the buffer interleaves keys; the other half lets the batch
@@ -190,11 +200,14 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 		bo.StallTimeout = o.StallTimeout
 		bo.MaxWaiting, bo.MaxWaitingBytes = waitItems, int64(waitBytes)
 		bo.KeyAttributes = map[string][]string{t.l.Table: {t.l.PartitionKey, t.l.SortKey}}
+		bo.ClientObserves = true // loadClient sends through observe.Do
 		if o.OnProgress != nil {
 			bo.OnProgress = func(s batch.Stats) { o.OnProgress(progressOf(s)) }
 		}
 	})
 	stats.LoadProgress = progressOf(bs)
+	t.obs.Paced(ctx, bs.KeyRates)
+	call.SetInt(attrPacedKeys, len(bs.KeyRates))
 	var unsent []batch.Write
 	if err != nil {
 		var ue *batch.UnprocessedError
@@ -253,5 +266,5 @@ func (t *Table[T]) failedWrite(w batch.Write, cause error) FailedItem[T] {
 }
 
 func progressOf(s batch.Stats) LoadProgress {
-	return LoadProgress{Written: s.Done, Requests: s.Requests, Retries: s.Retries, ConsumedWCU: s.ConsumedCapacity}
+	return LoadProgress{Written: s.Done, Requests: s.Requests, Retries: s.Retries}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // loadItem marshals item for Load, checked at every key its base's
@@ -82,7 +83,7 @@ func (b loadClient[T]) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWri
 		send.RequestItems[t.l.Table] = keep
 		fctx, cancel := context.WithDeadline(ctx, deadline)
 		var a attempts.Counter
-		res, err := t.c.BatchWriteItem(fctx, &send, append(optFns, a.Option)...)
+		res, err := observe.Do(fctx, t.c.BatchWriteItem, &send, append(optFns, a.Option)...)
 		cancel()
 		b.report(&a, err, keep, res)
 		switch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/ddbsize"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // Put writes item under the logical key base: the physical key comes from
@@ -24,7 +25,9 @@ import (
 // always replaces the one copy of the item. With Random, each Put of the
 // same id may land on a different suffix, creating a second copy rather
 // than overwriting; use a calculated strategy when ids are rewritten.
-func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(*Options)) error {
+func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(*Options)) (err error) {
+	ctx, call := t.begin(ctx, "shard.Put", base)
+	defer func() { call.End(ctx, err) }()
 	o, err := t.options(ctx, optFns)
 	if err != nil {
 		return err
@@ -41,6 +44,7 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 	if err != nil {
 		return err
 	}
+	call.SetInts(observe.AttrHistory, v.shards)
 	av[t.l.PartitionKey] = &types.AttributeValueMemberS{Value: keys[0]}
 	if _, err := ddbsize.CheckItem(av); err != nil { // the suffix may be longer
 		return t.itemErr(base, id, err)
@@ -48,7 +52,7 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 	_, err = t.write(ctx, v, base, id, keys, txOp{put: av, cond: c, once: o.ExactlyOnce}, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		in := &dynamodb.PutItemInput{TableName: aws.String(t.l.Table), Item: av}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
-		_, err := t.c.PutItem(ctx, in, opts...)
+		_, err := observe.Do(ctx, t.c.PutItem, in, opts...)
 		return err
 	})
 	return err
@@ -62,7 +66,9 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 // TransactGetItems. With ConsistentRead the base's record is read again
 // too (one more GetItem), so that a Reshard in another process is seen at
 // once. It returns an error matching ErrNotFound if no key holds the item.
-func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Options)) (T, error) {
+func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Options)) (_ T, err error) {
+	ctx, call := t.begin(ctx, "shard.Get", base)
+	defer func() { call.End(ctx, err) }()
 	var zero T
 	o, err := t.options(ctx, optFns)
 	if err != nil {
@@ -75,6 +81,7 @@ func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Opt
 	if err != nil {
 		return zero, err
 	}
+	call.SetInts(observe.AttrHistory, v.shards)
 	keys, err := t.writeKeys(v, base, id)
 	if err != nil {
 		return zero, err
@@ -98,7 +105,7 @@ func (t *Table[T]) find(ctx context.Context, base, id string, keys []string, con
 		return item, err
 	}
 	for _, pk := range keys {
-		out, err := t.c.GetItem(ctx, &dynamodb.GetItemInput{
+		out, err := observe.Do(ctx, t.c.GetItem, &dynamodb.GetItemInput{
 			TableName: aws.String(t.l.Table), Key: t.keyAt(pk, id), ConsistentRead: aws.Bool(consistent),
 		})
 		if err != nil {
@@ -127,7 +134,9 @@ func (t *Table[T]) find(ctx context.Context, base, id string, keys []string, con
 // is read after it with a consistent GetItem: if another write of the
 // same item came between the two, the item returned includes that write
 // too.
-func (t *Table[T]) Update(ctx context.Context, base, id string, update expression.UpdateBuilder, optFns ...func(*Options)) (T, error) {
+func (t *Table[T]) Update(ctx context.Context, base, id string, update expression.UpdateBuilder, optFns ...func(*Options)) (_ T, err error) {
+	ctx, call := t.begin(ctx, "shard.Update", base)
+	defer func() { call.End(ctx, err) }()
 	var zero T
 	o, err := t.options(ctx, optFns)
 	if err != nil {
@@ -149,6 +158,7 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 	if err != nil {
 		return zero, err
 	}
+	call.SetInts(observe.AttrHistory, v.shards)
 	var after map[string]types.AttributeValue
 	op := txOp{update: e.Update(), cond: condition{e.Condition(), e.Names(), e.Values()}, once: o.ExactlyOnce}
 	if len(keys) > 1 { // the transaction also sets the item's token
@@ -160,7 +170,7 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 		op.update, op.cond = te.Update(), condition{te.Condition(), te.Names(), te.Values()}
 	}
 	pk, err := t.write(ctx, v, base, id, keys, op, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
-		out, err := t.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		out, err := observe.Do(ctx, t.c.UpdateItem, &dynamodb.UpdateItemInput{
 			TableName:                 aws.String(t.l.Table),
 			Key:                       t.keyAt(keys[0], id),
 			UpdateExpression:          e.Update(),
@@ -178,7 +188,7 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 		return zero, err
 	}
 	if after == nil {
-		out, err := t.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(pk, id), ConsistentRead: aws.Bool(true)})
+		out, err := observe.Do(ctx, t.c.GetItem, &dynamodb.GetItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(pk, id), ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return zero, t.requestErr("GetItem", pk, id, err)
 		}
@@ -193,7 +203,9 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 // condition says so. While the base's history puts id at several keys, it
 // is a transaction as Put's is: the one copy of the item is deleted, and
 // the condition is tested on it.
-func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*Options)) error {
+func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*Options)) (err error) {
+	ctx, call := t.begin(ctx, "shard.Delete", base)
+	defer func() { call.End(ctx, err) }()
 	o, err := t.options(ctx, optFns)
 	if err != nil {
 		return err
@@ -209,10 +221,11 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 	if err != nil {
 		return err
 	}
+	call.SetInts(observe.AttrHistory, v.shards)
 	_, err = t.write(ctx, v, base, id, keys, txOp{delete: true, cond: c, once: o.ExactlyOnce}, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		in := &dynamodb.DeleteItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(keys[0], id)}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
-		_, err := t.c.DeleteItem(ctx, in, opts...)
+		_, err := observe.Do(ctx, t.c.DeleteItem, in, opts...)
 		return err
 	})
 	return err

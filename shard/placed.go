@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/parentio"
 	"github.com/dynashard/dynashard/internal/setclause"
 )
@@ -82,7 +83,7 @@ func (p placedItem[T]) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	_, err = p.t.write(ctx, v, p.base, p.id, keys, op, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		req := *in
 		req.TableName, req.Key = aws.String(p.t.l.Table), p.t.keyAt(keys[0], p.id)
-		o, err := p.t.c.UpdateItem(ctx, &req, opts...)
+		o, err := observe.Do(ctx, p.t.c.UpdateItem, &req, opts...)
 		if err == nil {
 			out = o
 		}
@@ -101,7 +102,7 @@ func (p placedItem[T]) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemIn
 	_, err = p.t.write(ctx, v, p.base, p.id, keys, op, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		req := *in
 		req.TableName, req.Key = aws.String(p.t.l.Table), p.t.keyAt(keys[0], p.id)
-		_, err := p.t.c.DeleteItem(ctx, &req, opts...)
+		_, err := observe.Do(ctx, p.t.c.DeleteItem, &req, opts...)
 		return err
 	}, optFns...)
 	return &dynamodb.DeleteItemOutput{}, err

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // move moves item from physical key from to physical key to in one
@@ -35,7 +36,7 @@ func (l Layout) move(ctx context.Context, c rebalanceClient, item map[string]typ
 		names = map[string]string{"#w": attrToken}
 	}
 	table := aws.String(l.Table)
-	_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	_, err := observe.Do(ctx, c.TransactWriteItems, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: table, Item: put, ConditionExpression: aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": l.PartitionKey}}},
 		{Delete: &types.Delete{TableName: table, Key: key, ConditionExpression: aws.String(same),
@@ -53,7 +54,7 @@ func (l Layout) move(ctx context.Context, c rebalanceClient, item map[string]typ
 	}
 	if aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" &&
 		aws.ToString(tce.CancellationReasons[1].Code) != "ConditionalCheckFailed" {
-		_, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: table, Key: key, ConditionExpression: aws.String(same),
+		_, err := observe.Do(ctx, c.DeleteItem, &dynamodb.DeleteItemInput{TableName: table, Key: key, ConditionExpression: aws.String(same),
 			ExpressionAttributeNames: names, ExpressionAttributeValues: values})
 		if err == nil {
 			return dropped, nil
@@ -258,7 +259,7 @@ func (sw *sweeper) pass(ctx context.Context, suffix int) (again bool, _ error) {
 		ConsistentRead:            aws.Bool(true),
 	}
 	for {
-		out, err := sw.c.Query(ctx, in)
+		out, err := observe.Do(ctx, sw.c.Query, in)
 		if err != nil {
 			return false, fmt.Errorf("shard: Rebalance: Query table %s key %q: %w", l.Table, from, err)
 		}
@@ -332,9 +333,18 @@ func (sw *sweeper) home(item map[string]types.AttributeValue, suffix int) (int, 
 // invalid or Unchecked layout, a layout without a sort key, a calculated
 // one whose sort key is not a string (the id), or a Strategy that is not
 // Resizable.
-func (t *Table[T]) Rebalance(ctx context.Context, base string, optFns ...func(*RebalanceOptions)) (RebalanceProgress, error) {
+func (t *Table[T]) Rebalance(ctx context.Context, base string, optFns ...func(*RebalanceOptions)) (p RebalanceProgress, err error) {
+	ctx, call := t.begin(ctx, "shard.Rebalance", base)
+	defer func() { call.End(ctx, err) }()
 	if err := t.made(); err != nil {
 		return RebalanceProgress{}, err
 	}
-	return rebalance(ctx, t.c, t.l, base, optFns...)
+	p, err = rebalance(ctx, t.c, t.l, base, optFns...)
+	t.obs.Moved(ctx, t.l.Table, p.Moved)
+	if call.Traced() {
+		call.SetInt(observe.AttrItems, p.Scanned)
+		call.SetInt(attrMoved, p.Moved)
+		call.SetInts(observe.AttrHistory, p.Retired)
+	}
+	return p, err
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/history"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // The record of a base's layout is an ordinary item of the table, under
@@ -238,7 +239,8 @@ func (l Layout) readRecord(ctx context.Context, c recordReader, base string) (re
 		return record{}, false, err
 	}
 	at := time.Now()
-	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{
+	observe.ScopeOf(ctx).RecordRead(ctx, l.Table)
+	out, err := observe.Do(ctx, c.GetItem, &dynamodb.GetItemInput{
 		TableName: aws.String(l.Table), Key: key, ConsistentRead: aws.Bool(true),
 		ProjectionExpression:     aws.String("#l, #s, #r, #p"),
 		ExpressionAttributeNames: map[string]string{"#l": attrLayout, "#s": attrShards, "#r": attrRev, "#p": attrPending},
@@ -281,7 +283,7 @@ func (l Layout) keyMismatch(ctx context.Context, c recordReader, base string, er
 	if !ok || !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" {
 		return nil
 	}
-	out, derr := d.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(l.Table)})
+	out, derr := observe.Do(ctx, d.DescribeTable, &dynamodb.DescribeTableInput{TableName: aws.String(l.Table)})
 	if derr != nil || out == nil || out.Table == nil {
 		return nil
 	}
@@ -427,7 +429,7 @@ func (l Layout) writeRecordN(ctx context.Context, c recordClient, base string, n
 	item[attrShards] = shardList([]int{n})
 	item[attrRev] = &types.AttributeValueMemberN{Value: "1"}
 	item[attrCreated], item[attrChanged] = now, now
-	_, err = c.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err = observe.Do(ctx, c.PutItem, &dynamodb.PutItemInput{
 		TableName: aws.String(l.Table), Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": l.PartitionKey},

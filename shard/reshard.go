@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // reshardClient is what Reshard needs of a client.
@@ -169,7 +170,7 @@ func (l Layout) probeTransactions(ctx context.Context, c reshardClient, base str
 	if err != nil {
 		return err
 	}
-	_, err = c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+	_, err = observe.Do(ctx, c.TransactGetItems, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
 		{Get: &types.Get{TableName: aws.String(l.Table), Key: key, ProjectionExpression: aws.String("#r"),
 			ExpressionAttributeNames: map[string]string{"#r": attrRev}}},
 	}})
@@ -220,7 +221,7 @@ func (l Layout) setHistory(ctx context.Context, c reshardClient, base string, re
 	if rev != 0 {
 		values[":rev"] = &types.AttributeValueMemberN{Value: strconv.Itoa(rev)}
 	}
-	_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = observe.Do(ctx, c.UpdateItem, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(l.Table),
 		Key:                       key,
 		UpdateExpression:          aws.String("SET #s = :h, #r = :next, #c = :now, #p = :p"),
@@ -271,11 +272,16 @@ func (l Layout) setHistory(ctx context.Context, c reshardClient, base string, re
 // table, base and layout shape sees the new history at once (the history
 // is cached per process, not per client); other processes see it within
 // the layout's HistoryTTL, which the fence covers.
-func (t *Table[T]) Reshard(ctx context.Context, base string, n int) ([]int, error) {
+func (t *Table[T]) Reshard(ctx context.Context, base string, n int) (h []int, err error) {
+	ctx, call := t.begin(ctx, "shard.Reshard", base)
+	defer func() { call.End(ctx, err) }()
 	if err := t.made(); err != nil {
 		return nil, err
 	}
-	return t.l.resize(ctx, t.c, base, n)
+	call.SetInt(observe.AttrShardsTo, n)
+	h, err = t.l.resize(ctx, t.c, base, n)
+	call.SetInts(observe.AttrHistory, h)
+	return h, err
 }
 
 // Shards returns the shard-count history of base, oldest first, after
@@ -291,11 +297,15 @@ func (t *Table[T]) Reshard(ctx context.Context, base string, n int) ([]int, erro
 // process pays one consistent GetItem (one read unit) per base at most
 // that often (a base without a record, on every call); the caller may
 // keep it but not change it.
-func (t *Table[T]) Shards(ctx context.Context, base string) ([]int, error) {
+func (t *Table[T]) Shards(ctx context.Context, base string) (h []int, err error) {
+	ctx, call := t.begin(ctx, "shard.Shards", base)
+	defer func() { call.End(ctx, err) }()
 	if err := t.made(); err != nil {
 		return nil, err
 	}
-	return t.l.shardsOf(ctx, t.c, base)
+	h, err = t.l.shardsOf(ctx, t.c, base)
+	call.SetInts(observe.AttrHistory, h)
+	return h, err
 }
 
 // writeView returns the view a write of base acts under: the base's

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // Client is the part of *dynamodb.Client a [Table] uses, Reshard and
@@ -77,7 +78,8 @@ type Options struct {
 	// two attempts is undone. A transaction applies once: the SDK sends
 	// every attempt with one ClientRequestToken, and DynamoDB answers a
 	// repeat within 10 minutes with the first outcome. It costs what a
-	// transaction costs (twice the write units of a plain write) and
+	// transaction costs (twice the write units of a plain write; DynamoDB
+	// Local reports four times) and
 	// needs a server with transactions (ErrNoTransactions otherwise:
 	// dynalite). While an id has several keys every write is a
 	// transaction anyway. Load's batches are not affected. Usually set at
@@ -112,13 +114,17 @@ type Options struct {
 // *LayoutError.
 // Every method validates its input before sending anything and returns an
 // *ItemError naming it. SDK errors are wrapped once with %w, naming the
-// table and physical key. A Table is safe for concurrent use. Its zero
+// table and physical key. Each method that sends requests is a logical
+// call that a dynashard.Usage in ctx, and the client's TracerProvider and
+// MeterProvider, observe (see "What a call costs" in the package doc).
+// A Table is safe for concurrent use. Its zero
 // value, like a nil *Table, has no client: every method but Layout fails
 // with ErrInvalid; make Tables with NewTable.
 type Table[T any] struct {
 	c    Client
 	l    Layout
 	opts Options
+	obs  *observe.Scope // the client's TracerProvider and MeterProvider; nil: none
 }
 
 // NewTable returns a Table over the table l describes. It returns an
@@ -144,7 +150,7 @@ func NewTable[T any](c Client, l Layout, optFns ...func(*Options)) (*Table[T], e
 			f(&o)
 		}
 	}
-	return &Table[T]{c: c, l: l, opts: o}, nil
+	return &Table[T]{c: c, l: l, opts: o, obs: observe.For(c)}, nil
 }
 
 // Layout returns the table's layout: the zero Layout for a zero or nil

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/dynashard/dynashard/internal/backoff"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // While an id's keys differ between the counts of its base's history,
@@ -61,7 +62,7 @@ func (t *Table[T]) txWrite(ctx context.Context, base, id string, keys []string, 
 	at := 0
 	for attempt := range txAttempts {
 		in := t.txInput(keys, at, id, op, tok)
-		_, err := t.c.TransactWriteItems(ctx, in, optFns...)
+		_, err := observe.Do(ctx, t.c.TransactWriteItems, in, optFns...)
 		if err == nil {
 			return keys[at], nil
 		}
@@ -178,7 +179,7 @@ func (t *Table[T]) txGet(ctx context.Context, base, id string, keys []string) (m
 		items[i] = types.TransactGetItem{Get: &types.Get{TableName: aws.String(t.l.Table), Key: t.keyAt(pk, id)}}
 	}
 	for attempt := 0; ; attempt++ {
-		out, err := t.c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: items})
+		out, err := observe.Do(ctx, t.c.TransactGetItems, &dynamodb.TransactGetItemsInput{TransactItems: items})
 		if err == nil {
 			for i, r := range out.Responses {
 				if r.Item != nil {

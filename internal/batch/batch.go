@@ -130,6 +130,15 @@ type Options struct {
 	// a table without an entry returns whole items.
 	Projections map[string]Projection
 
+	// ClientObserves says that the client sends its requests through
+	// observe.Do itself: a wrapper such as shard's Load client, which may
+	// send one request, several or none per call it is given. The engine
+	// then calls it as it is; otherwise every request goes through
+	// observe.Do, which asks for the consumed capacity (and records it,
+	// with throttled attempts and unprocessed entries) when ctx belongs to
+	// an observed call. Default false.
+	ClientObserves bool
+
 	// OnProgress, if set, is called after every response with the call's
 	// statistics so far. Calls are serialized and made while the engine
 	// waits, so it must return quickly. If it panics, the call stops as
@@ -196,9 +205,11 @@ type Stats struct {
 	// Paced counts the times an entry waited for its partition key's pace
 	// (see the package doc) while other keys' entries went out.
 	Paced int
-	// ConsumedCapacity sums the capacity units DynamoDB reported
-	// (ReturnConsumedCapacity TOTAL) over all tables.
-	ConsumedCapacity float64
+	// KeyRates is, once the call has ended, the rate (units per second)
+	// the engine learned for each partition-key value it paced, of those
+	// whose state it still kept (it drops idle keys' states once it holds
+	// 4,096); nil if none was paced. OnProgress never sees it.
+	KeyRates []float64
 }
 
 // Sentinel errors, matched with errors.Is.

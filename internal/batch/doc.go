@@ -66,9 +66,8 @@
 // (the key is written at its capacity) at the price of about one entry
 // returned unprocessed per four written, instead of several per entry. Units are
 // write capacity units (one per started KB of a Put, one per Delete) or one
-// per key read. Throttling errors count like unprocessed entries, and
-// ConsumedCapacity, reported per table only, is summed into Stats but not
-// used per key.
+// per key read. Throttling errors count like unprocessed entries; the
+// consumed capacity DynamoDB reports (per table only) is not used per key.
 //
 // An entry whose key has no allowance waits in a queue of its key (a park)
 // while entries of other keys go out; requests take, in order, leftovers of
@@ -149,6 +148,10 @@
 //	})
 //
 // Stats reports requests, HTTP attempts (the SDK's retries included),
-// retries, unprocessed rounds and the consumed capacity DynamoDB reports
-// (the engine asks for ReturnConsumedCapacity TOTAL).
+// retries, unprocessed rounds and, once the call has ended, the rates it
+// learned for the keys it paced. Consumed capacity is not in Stats: every
+// request goes through internal/observe's Do, which asks DynamoDB for it
+// only when the call is observed (a dynashard.Usage in ctx, or a
+// provider on the client) and adds it, with the throttled attempts and
+// unprocessed entries, to the call's Usage, spans and metrics.
 package batch

@@ -18,7 +18,6 @@ import (
 type outcome struct {
 	left     []*job // entries returned unprocessed
 	items    []Item // items read
-	capacity float64
 	attempts int
 	err      error // the request failed; no entry is known to be done
 }
@@ -148,6 +147,7 @@ func (e *engine) run(ctx context.Context) ([]*job, error) {
 func (e *engine) leftovers() ([]*job, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.stats.KeyRates = e.pace.rates()
 	left := append(e.undone, e.queue...)
 	if e.peek != nil {
 		left = append(left, e.peek)
@@ -262,7 +262,6 @@ func (e *engine) record(ctx context.Context, batch []*job, round int, sentAt tim
 	defer e.mu.Unlock()
 	defer e.progressLocked()
 	e.stats.Attempts += out.attempts
-	e.stats.ConsumedCapacity += out.capacity
 	e.items = append(e.items, out.items...)
 	left = out.left
 	if out.err != nil {

@@ -335,6 +335,17 @@ func (p *pacer) sweep() {
 	p.sweepAt = max(minPaceKeys, 2*len(p.keys))
 }
 
+// rates returns the rate of every key paced, nil if none is.
+func (p *pacer) rates() []float64 {
+	var out []float64
+	for _, k := range p.keys {
+		if k.rate > 0 {
+			out = append(out, k.rate)
+		}
+	}
+	return out
+}
+
 // all returns every parked entry, for the report of a call that stops.
 func (p *pacer) all() []*job {
 	var out []*job

@@ -146,6 +146,10 @@ func TestPaceFairness(t *testing.T) {
 		if hot := keys[pc.key("hot")]; st.Paced == 0 || hot.Unprocessed == 0 {
 			t.Errorf("stats %+v, hot key %+v: want the hot key throttled and paced", st, hot)
 		}
+		// The hot key alone was paced: KeyRates holds its learned rate.
+		if len(st.KeyRates) != 1 || st.KeyRates[0] <= 0 {
+			t.Errorf("KeyRates %v, want one rate (the hot key's)", st.KeyRates)
+		}
 		t.Logf("%s: others done at %d hot entries written; %+v; hot key %+v", srv.Kind, hotAtOthers, st, keys[pc.key("hot")])
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // countAttempts adds a middleware that counts HTTP attempts: it sits after
@@ -51,12 +53,19 @@ func (m matcher) take(fp string) (*job, bool) {
 	return j, ok
 }
 
+// sendVia sends in through op: through observe.Do (which asks for and
+// records the consumed capacity when ctx belongs to an observed call),
+// unless the client observes its own requests (Options.ClientObserves).
+func sendVia[I, O any](ctx context.Context, op observe.Op[I, O], in *I, opts Options, optFns ...func(*dynamodb.Options)) (*O, error) {
+	if opts.ClientObserves {
+		return op(ctx, in, optFns...)
+	}
+	return observe.Do(ctx, op, in, optFns...)
+}
+
 func writeSender(c WriteAPI, opts Options) sender {
 	return func(ctx context.Context, batch []*job) outcome {
-		in := &dynamodb.BatchWriteItemInput{
-			RequestItems:           make(map[string][]types.WriteRequest),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		}
+		in := &dynamodb.BatchWriteItemInput{RequestItems: make(map[string][]types.WriteRequest)}
 		for _, j := range batch {
 			var wr types.WriteRequest
 			if len(j.write.Put) > 0 {
@@ -67,13 +76,10 @@ func writeSender(c WriteAPI, opts Options) sender {
 			in.RequestItems[j.table] = append(in.RequestItems[j.table], wr)
 		}
 		var attempts atomic.Int64
-		out, err := c.BatchWriteItem(ctx, in, countAttempts(&attempts))
+		out, err := sendVia(ctx, c.BatchWriteItem, in, opts, countAttempts(&attempts))
 		res := outcome{attempts: int(attempts.Load()), err: err}
 		if err != nil {
 			return res
-		}
-		for _, cc := range out.ConsumedCapacity {
-			res.capacity += aws.ToFloat64(cc.CapacityUnits)
 		}
 		if len(out.UnprocessedItems) == 0 {
 			return res
@@ -91,7 +97,7 @@ func writeSender(c WriteAPI, opts Options) sender {
 				}
 				j, ok := m.take(fp)
 				if !ok {
-					return outcome{attempts: res.attempts, capacity: res.capacity, err: errUnmatched}
+					return outcome{attempts: res.attempts, err: errUnmatched}
 				}
 				res.left = append(res.left, j)
 			}
@@ -102,10 +108,7 @@ func writeSender(c WriteAPI, opts Options) sender {
 
 func getSender(c GetAPI, opts Options) sender {
 	return func(ctx context.Context, batch []*job) outcome {
-		in := &dynamodb.BatchGetItemInput{
-			RequestItems:           make(map[string]types.KeysAndAttributes),
-			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-		}
+		in := &dynamodb.BatchGetItemInput{RequestItems: make(map[string]types.KeysAndAttributes)}
 		for _, j := range batch {
 			ka, ok := in.RequestItems[j.table]
 			if !ok {
@@ -121,13 +124,10 @@ func getSender(c GetAPI, opts Options) sender {
 			in.RequestItems[j.table] = ka
 		}
 		var attempts atomic.Int64
-		out, err := c.BatchGetItem(ctx, in, countAttempts(&attempts))
+		out, err := sendVia(ctx, c.BatchGetItem, in, opts, countAttempts(&attempts))
 		res := outcome{attempts: int(attempts.Load()), err: err}
 		if err != nil {
 			return res
-		}
-		for _, cc := range out.ConsumedCapacity {
-			res.capacity += aws.ToFloat64(cc.CapacityUnits)
 		}
 		for table, items := range out.Responses {
 			for _, it := range items {
@@ -145,7 +145,7 @@ func getSender(c GetAPI, opts Options) sender {
 				if !ok {
 					// Which keys were read is unknown: report them all
 					// unread and drop the items, so no key is both.
-					return outcome{attempts: res.attempts, capacity: res.capacity, err: errUnmatched}
+					return outcome{attempts: res.attempts, err: errUnmatched}
 				}
 				res.left = append(res.left, j)
 			}

@@ -43,7 +43,7 @@ type sent struct {
 	body       int64 // request body bytes
 	tables     int   // tables in the request
 	consistent int   // tables read with ConsistentRead
-	capacity   bool  // asked for ReturnConsumedCapacity TOTAL
+	capacity   bool  // asked for ReturnConsumedCapacity (observe.Do: an observed call)
 }
 
 // recorder is an SDK middleware that records the body of every attempt: it
@@ -76,7 +76,7 @@ func (r *recorder) option(o *dynamodb.Options) {
 			if err := json.Unmarshal(body, &parsed); err != nil {
 				return middleware.FinalizeOutput{}, middleware.Metadata{}, err
 			}
-			c.capacity = parsed.ReturnConsumedCapacity == "TOTAL"
+			c.capacity = parsed.ReturnConsumedCapacity != ""
 			c.tables = len(parsed.RequestItems)
 			for _, raw := range parsed.RequestItems {
 				if c.op == "BatchWriteItem" {
@@ -187,7 +187,8 @@ var cmpItems = cmp.Transformer("attrs", func(it item) map[string]string {
 // requests within DynamoDB's limits, and everything lands or is read.
 func TestServerSplit(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
-		ctx := context.Background()
+		var writeUse, readUse dynashard.Usage
+		ctx := dynashard.WithUsage(context.Background(), &writeUse)
 		ta, tb := srv.Table(t, "pk:S"), srv.Table(t, "pk:S")
 		c, _, rec := newClient(srv.Endpoint, 3)
 		opt := func(o *Options) { o.KeyAttributes = map[string][]string{ta: {"pk"}, tb: {"pk"}} }
@@ -214,7 +215,7 @@ func TestServerSplit(t *testing.T) {
 				t.Errorf("request of %d writes, limit %d", call.entries, MaxWritesPerRequest)
 			}
 			if !call.capacity {
-				t.Errorf("request %+v: want ReturnConsumedCapacity TOTAL", call)
+				t.Errorf("request %+v: want ReturnConsumedCapacity (a Usage in ctx)", call)
 			}
 			total += call.entries
 		}
@@ -232,6 +233,7 @@ func TestServerSplit(t *testing.T) {
 		for i := range 101 {
 			keys = append(keys, Key{Table: []string{ta, tb}[i%2], Key: item{"pk": s(fmt.Sprint("w", i))}})
 		}
+		ctx = dynashard.WithUsage(context.Background(), &readUse)
 		items, gst, err := Get(ctx, c, keys, opt, func(o *Options) { o.ConsistentRead = true })
 		if err != nil {
 			t.Fatal(err)
@@ -245,7 +247,7 @@ func TestServerSplit(t *testing.T) {
 				t.Errorf("request of %d keys, limit %d", call.entries, MaxKeysPerRequest)
 			}
 			if call.consistent != call.tables || !call.capacity {
-				t.Errorf("request %+v: want ConsistentRead on every table and ReturnConsumedCapacity TOTAL", call)
+				t.Errorf("request %+v: want ConsistentRead on every table and ReturnConsumedCapacity (a Usage in ctx)", call)
 			}
 		}
 		got := map[string]map[string]item{ta: {}, tb: {}}
@@ -255,8 +257,15 @@ func TestServerSplit(t *testing.T) {
 		if diff := cmp.Diff(want, got, cmpItems); diff != "" {
 			t.Errorf("items read (-want +got):\n%s", diff)
 		}
-		if gst.ConsumedCapacity <= 0 || st.ConsumedCapacity <= 0 {
-			t.Errorf("consumed capacity: writes %v, reads %v, want both > 0", st.ConsumedCapacity, gst.ConsumedCapacity)
+		// The capacity the engine summed into Stats is the call's Usage now.
+		if w, r := writeUse.Total(), readUse.Total(); w.Write <= 0 || r.Read <= 0 {
+			t.Errorf("consumed capacity: writes %+v, reads %+v, want both > 0", w, r)
+		}
+		if got, want := writeUse.Requests(), int64(len(calls)); got != want {
+			t.Errorf("write Usage.Requests: got %d, want %d", got, want)
+		}
+		if got, want := readUse.Requests(), int64(len(gets)); got != want {
+			t.Errorf("read Usage.Requests: got %d, want %d", got, want)
 		}
 	})
 }

@@ -58,7 +58,7 @@ const (
 	deleteOverhead = len(`{"DeleteRequest":{"Key":}},`)
 	tableOverhead  = len(`"":[],`)
 	// requestOverhead is the rest of a request body:
-	// {"RequestItems":{…},"ReturnConsumedCapacity":"TOTAL"} and slack.
+	// {"RequestItems":{…},"ReturnConsumedCapacity":"INDEXES"} and slack.
 	requestOverhead = 64
 )
 

@@ -4,6 +4,11 @@
 // operations): scatter reads the shard-count history with its own,
 // read-only client, and repo records a base before writing a large value
 // past its Table.
+//
+// The functions send their requests with the caller's ctx through
+// internal/observe's Do, so the record reads and writes of a scatter or
+// repo call count in that call's dynashard.Usage and span, and each
+// record read in the layout-record-read metric of the caller's Scope.
 package history
 
 import (
