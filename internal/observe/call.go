@@ -178,7 +178,7 @@ func (c Call) End(ctx context.Context, err error) {
 		st.span.SetProperty("dynashard.consumed_read_units", cap.Read)
 		st.span.SetProperty("dynashard.consumed_write_units", cap.Write)
 		status := tracing.SpanStatusOK
-		if err != nil && !errors.Is(err, errs.NotFound) && !errors.Is(err, errs.Conflict) {
+		if failed(err) {
 			status = tracing.SpanStatusError
 			st.span.SetProperty("error.type", errType(err))
 		}
@@ -186,6 +186,12 @@ func (c Call) End(ctx context.Context, err error) {
 		st.span.End()
 	}
 	st.scope.call(ctx, st, err)
+}
+
+// failed reports whether err is a failure, not an answer: ErrNotFound and
+// ErrConflict answer the call's question.
+func failed(err error) bool {
+	return err != nil && !errors.Is(err, errs.NotFound) && !errors.Is(err, errs.Conflict)
 }
 
 func errType(err error) string {

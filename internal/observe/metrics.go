@@ -21,7 +21,7 @@ const (
 	MetricRecordReads    = "dynashard.shard.record_reads"    // {read}, counter
 	MetricRebalanceMoved = "dynashard.shard.rebalance.moved" // {item}, counter
 	MetricPacedKeys      = "dynashard.load.paced_keys"       // {key}, gauge
-	MetricKeyRate        = "dynashard.load.key_rate"         // {item}/s, histogram: learned rate of each paced key
+	MetricKeyRate        = "dynashard.load.key_rate"         // {capacity_unit}/s, histogram: learned rate of each paced key
 	MetricCache          = "dynashard.cache.lookups"         // {lookup}, counter; dynashard.cache.result hit|miss
 	MetricCacheEvictions = "dynashard.cache.evictions"       // {item}, counter
 
@@ -31,7 +31,6 @@ const (
 	AttrHistory = "dynashard.shards.history" // []int: the base's shard counts, oldest first
 	AttrQueried = "dynashard.shards.queried" // int: shards (suffixes) a read queried
 	AttrItems   = "dynashard.items"          // int: items returned or written
-	AttrPages   = "dynashard.pages"          // int: DynamoDB pages read
 
 	AttrOperation = "dynashard.operation"
 	AttrTable     = "aws.dynamodb.table_name"
@@ -73,7 +72,7 @@ func newInstruments(m metrics.Meter) *instruments {
 	i.recordReads = made(m.Int64Counter, nop.Int64Counter, MetricRecordReads, "{read}", "Reads of a base's layout record.")
 	i.moved = made(m.Int64Counter, nop.Int64Counter, MetricRebalanceMoved, "{item}", "Items a Rebalance moved to the newest count's keys.")
 	i.pacedKeys = made(m.Int64Gauge, nop.Int64Gauge, MetricPacedKeys, "{key}", "Keys a bulk load paces at a learned rate.")
-	i.keyRate = made(m.Float64Histogram, nop.Float64Histogram, MetricKeyRate, "{item}/s", "The write rate a bulk load learned for a paced key.")
+	i.keyRate = made(m.Float64Histogram, nop.Float64Histogram, MetricKeyRate, "{capacity_unit}/s", "The write rate (capacity units per second) a bulk load learned for a paced key.")
 	i.cache = made(m.Int64Counter, nop.Int64Counter, MetricCache, "{lookup}", "Cache lookups, by result.")
 	i.evictions = made(m.Int64Counter, nop.Int64Counter, MetricCacheEvictions, "{item}", "Items evicted from a cache.")
 	return &i
@@ -127,7 +126,7 @@ func (s *Scope) call(ctx context.Context, st *state, err error) {
 		return
 	}
 	kv := []any{AttrOperation, st.op}
-	if err != nil {
+	if failed(err) {
 		kv = append(kv, AttrErrorType, errType(err))
 	}
 	s.m.duration.Record(ctx, time.Since(st.start).Seconds(), props(kv...))
