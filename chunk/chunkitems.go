@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // chunkItems is the medium of a payload cut into chunk items in the chunk
@@ -188,7 +190,7 @@ func (chunkItems) sweepSegment(ctx context.Context, sw *sweep, seg, total int) e
 		in.Segment, in.TotalSegments = aws.Int32(int32(seg)), aws.Int32(int32(total))
 	}
 	for {
-		out, err := s.c.Scan(ctx, in)
+		out, err := observe.Do(ctx, s.c.Scan, in)
 		if err != nil {
 			return fmt.Errorf("chunk: sweep: scan %s: %w", s.chunks, err)
 		}

@@ -27,8 +27,13 @@ import (
 // payload, which is left as it is) succeeds and returns nil, as DynamoDB's
 // DeleteItem does. Chunks Delete cannot delete (ctx cancelled, errors) are
 // left to Sweep; the payload is deleted all the same once the parent is.
-func (s *Store) Delete(ctx context.Context, key Key, optFns ...func(*Options)) error {
-	s, err := s.begin(ctx, "Delete", optFns)
+func (s *Store) Delete(ctx context.Context, key Key, optFns ...func(*Options)) (err error) {
+	ctx, call := s.start(ctx, "chunk.Delete")
+	defer func() { call.End(ctx, err) }()
+	if call.Traced() {
+		s.traceKey(call, key)
+	}
+	s, err = s.begin(ctx, "Delete", optFns)
 	if err != nil {
 		return err
 	}
@@ -46,7 +51,7 @@ func (s *Store) Delete(ctx context.Context, key Key, optFns ...func(*Options)) e
 			// else: either way it is gone.
 			return nil
 		}
-		_, err = parentio.From(ctx, s.c).DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		_, err = parentio.DeleteItem(ctx, s.c, &dynamodb.DeleteItemInput{
 			TableName:                 &s.parents,
 			Key:                       key.item(),
 			ConditionExpression:       aws.String(cur.deleteCondition()),

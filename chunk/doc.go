@@ -363,6 +363,16 @@
 //	64 MiB   chunks     GetItem, 7 BatchWriteItem, UpdateItem                          65,708       GetItem, 5 BatchGetItem    8,278
 //	64 MiB   S3         GetItem, S3 multipart (create, 8 parts, complete), UpdateItem  1            GetItem, 8 S3 ranged GETs  0.5
 //
+// dynashard.Usage measures what calls cost as DynamoDB reports it: with a
+// context from dynashard.WithUsage, every request a call sends (the
+// parent's reads and flip, the chunk batches, Sweep's Scan) asks for its
+// consumed capacity, added up per table (the parent's and the chunk
+// table). Each entry point is also a logical call with a span
+// (dynashard.chunk.Put, …) when the client has a TracerProvider; an
+// Open's Reader is one of its own (dynashard.chunk.Read), from its first
+// Read to the payload's end, an error or Close. Without either nothing
+// asks for capacity.
+//
 // # Failure modes
 //
 //   - Put cancelled or crashed before its flip: the old payload stays

@@ -147,7 +147,7 @@ func (w *write) deadline() time.Time { return w.start.Add(w.s.opts.Grace / 2) }
 func (w *write) flip(ctx context.Context, in *dynamodb.UpdateItemInput) error {
 	ctx, cancel := context.WithTimeout(ctx, w.deadline().Sub(w.s.clock()))
 	defer cancel()
-	_, err := parentio.From(ctx, w.s.c).UpdateItem(ctx, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	_, err := parentio.UpdateItem(ctx, w.s.c, in, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
 	return err
 }
 

@@ -17,8 +17,13 @@ import (
 // unless Options.ConsistentRead; optFns change the Store's Options for this
 // call. It returns ErrNotFound if key holds no payload and a *CorruptError
 // if the stored payload fails verification.
-func (s *Store) Get(ctx context.Context, key Key, optFns ...func(*Options)) ([]byte, Info, error) {
-	s, err := s.begin(ctx, "Get", optFns)
+func (s *Store) Get(ctx context.Context, key Key, optFns ...func(*Options)) (data []byte, info Info, err error) {
+	ctx, call := s.start(ctx, "chunk.Get")
+	defer func() { end(ctx, call, info, err) }()
+	if call.Traced() {
+		s.traceKey(call, key)
+	}
+	s, err = s.begin(ctx, "Get", optFns)
 	if err != nil {
 		return nil, Info{}, err
 	}
@@ -37,8 +42,13 @@ func (s *Store) Get(ctx context.Context, key Key, optFns ...func(*Options)) ([]b
 // replaced since, Resolve moves on to the current one, as Get does. optFns
 // change the Store's Options for this call. It returns ErrNotFound if the
 // item holds no payload.
-func (s *Store) Resolve(ctx context.Context, key Key, item map[string]types.AttributeValue, optFns ...func(*Options)) ([]byte, Info, error) {
-	s, err := s.begin(ctx, "Resolve", optFns)
+func (s *Store) Resolve(ctx context.Context, key Key, item map[string]types.AttributeValue, optFns ...func(*Options)) (data []byte, info Info, err error) {
+	ctx, call := s.start(ctx, "chunk.Resolve")
+	defer func() { end(ctx, call, info, err) }()
+	if call.Traced() {
+		s.traceKey(call, key)
+	}
+	s, err = s.begin(ctx, "Resolve", optFns)
 	if err != nil {
 		return nil, Info{}, err
 	}
@@ -134,13 +144,24 @@ func (r *Reader) fill(buf []byte) ([]byte, error) {
 // optFns change the Store's Options for this call and its Reader.
 //
 // The Reader uses ctx for all its requests, until it is closed: like a
-// response body, it outlives the call that opened it.
-func (s *Store) Open(ctx context.Context, key Key, optFns ...func(*Options)) (*Reader, error) {
-	s, err := s.begin(ctx, "Open", optFns)
+// response body, it outlives the call that opened it. Its reads are a
+// logical call of their own (see dynashard.Usage), from the first Read
+// to the end of the payload, an error or Close.
+func (s *Store) Open(ctx context.Context, key Key, optFns ...func(*Options)) (r *Reader, err error) {
+	octx, call := s.start(ctx, "chunk.Open")
+	defer func() { call.End(octx, err) }()
+	if call.Traced() {
+		s.traceKey(call, key)
+	}
+	s, err = s.begin(ctx, "Open", optFns)
 	if err != nil {
 		return nil, err
 	}
-	return s.open(ctx, key)
+	if r, err = s.open(octx, key); err != nil {
+		return nil, err
+	}
+	r.ctx, r.stream = ctx, true
+	return r, nil
 }
 
 func (s *Store) open(ctx context.Context, key Key) (*Reader, error) {

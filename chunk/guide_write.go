@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // chunkSource is what Put reads a payload from: a source, or a runeSource over
@@ -111,7 +113,7 @@ func (w *write) reserve(ctx context.Context) error {
 	names := map[string]string{"#n": attrVersion}
 	v := number(base)
 	for range 3 {
-		out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		out, err := observe.Do(ctx, s.c.UpdateItem, &dynamodb.UpdateItemInput{
 			TableName:                 &s.chunks,
 			Key:                       key,
 			UpdateExpression:          aws.String("SET #n = if_not_exists(#n, :v) + :one"),
@@ -134,7 +136,7 @@ func (w *write) reserve(ctx context.Context) error {
 		}
 		// The counter is behind the parent (a writer that knows only the
 		// guide moved it): raise it, never lower it, and take the next.
-		_, err = s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		_, err = observe.Do(ctx, s.c.UpdateItem, &dynamodb.UpdateItemInput{
 			TableName:                 &s.chunks,
 			Key:                       key,
 			UpdateExpression:          aws.String("SET #n = :v"),
@@ -207,8 +209,13 @@ func (w *write) guideUpdate() (set map[string]types.AttributeValue, remove []str
 // Migrate returns an error wrapping ErrConflict and changes nothing. It
 // returns what is stored afterwards, and ErrNotFound if key holds no
 // payload. Without Options.Guide it changes nothing.
-func (s *Store) Migrate(ctx context.Context, key Key) (Info, error) {
-	s, err := s.begin(ctx, "Migrate", nil)
+func (s *Store) Migrate(ctx context.Context, key Key) (info Info, err error) {
+	ctx, call := s.start(ctx, "chunk.Migrate")
+	defer func() { end(ctx, call, info, err) }()
+	if call.Traced() {
+		s.traceKey(call, key)
+	}
+	s, err = s.begin(ctx, "Migrate", nil)
 	if err != nil {
 		return Info{}, err
 	}

@@ -227,7 +227,7 @@ func isReserved(name string) bool {
 // readParent reads the parent item. It returns ErrNotFound (wrapped) when
 // there is no payload.
 func (s *Store) readParent(ctx context.Context, key Key, consistent bool) (parent, error) {
-	out, err := parentio.From(ctx, s.c).GetItem(ctx, &dynamodb.GetItemInput{
+	out, err := parentio.GetItem(ctx, s.c, &dynamodb.GetItemInput{
 		TableName:      &s.parents,
 		Key:            key.item(),
 		ConsistentRead: &consistent,
@@ -249,8 +249,13 @@ func (s *Store) readParent(ctx context.Context, key Key, consistent bool) (paren
 // GetItem of the parent, eventually consistent unless
 // Options.ConsistentRead. optFns change the Store's Options for this call.
 // It returns an error wrapping ErrNotFound if there is no payload.
-func (s *Store) Stat(ctx context.Context, key Key, optFns ...func(*Options)) (Info, error) {
-	s, err := s.begin(ctx, "Stat", optFns)
+func (s *Store) Stat(ctx context.Context, key Key, optFns ...func(*Options)) (info Info, err error) {
+	ctx, call := s.start(ctx, "chunk.Stat")
+	defer func() { end(ctx, call, info, err) }()
+	if call.Traced() {
+		s.traceKey(call, key)
+	}
+	s, err = s.begin(ctx, "Stat", optFns)
 	if err != nil {
 		return Info{}, err
 	}
@@ -282,7 +287,7 @@ func (s *Store) readCurrent(ctx context.Context, key Key) (current, error) {
 		// attribute says the parent holds a payload.
 		proj, names["#i"] = proj+", #i", g.InlineAttribute
 	}
-	out, err := parentio.From(ctx, s.c).GetItem(ctx, &dynamodb.GetItemInput{
+	out, err := parentio.GetItem(ctx, s.c, &dynamodb.GetItemInput{
 		TableName:                &s.parents,
 		Key:                      key.item(),
 		ConsistentRead:           aws.Bool(true),

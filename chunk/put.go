@@ -56,8 +56,13 @@ type PutOptions struct {
 // not have been stored. Leftover chunks of such a Put are removed by Sweep.
 //
 // Put does not keep data after it returns and never writes to it.
-func (s *Store) Put(ctx context.Context, key Key, data []byte, optFns ...func(*PutOptions)) (Info, error) {
-	s, err := s.begin(ctx, "Put", nil)
+func (s *Store) Put(ctx context.Context, key Key, data []byte, optFns ...func(*PutOptions)) (info Info, err error) {
+	ctx, call := s.start(ctx, "chunk.Put")
+	defer func() { end(ctx, call, info, err) }()
+	if call.Traced() {
+		s.traceKey(call, key)
+	}
+	s, err = s.begin(ctx, "Put", nil)
 	if err != nil {
 		return Info{}, err
 	}
@@ -80,8 +85,13 @@ func (s *Store) Put(ctx context.Context, key Key, data []byte, optFns ...func(*P
 // wrote and returns ErrTooLarge. An error from r is returned, wrapped, after
 // the same clean-up; nothing becomes visible. A nil r, also a typed nil
 // such as (*bytes.Reader)(nil), fails with ErrInvalid.
-func (s *Store) PutReader(ctx context.Context, key Key, r io.Reader, optFns ...func(*PutOptions)) (Info, error) {
-	s, err := s.begin(ctx, "PutReader", nil)
+func (s *Store) PutReader(ctx context.Context, key Key, r io.Reader, optFns ...func(*PutOptions)) (info Info, err error) {
+	ctx, call := s.start(ctx, "chunk.PutReader")
+	defer func() { end(ctx, call, info, err) }()
+	if call.Traced() {
+		s.traceKey(call, key)
+	}
+	s, err = s.begin(ctx, "PutReader", nil)
 	if err != nil {
 		return Info{}, err
 	}

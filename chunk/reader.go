@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/dynashard/dynashard/internal/adapt"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // Reader streams one version of a stored payload. Bytes are returned as
@@ -40,6 +41,12 @@ type Reader struct {
 
 	lim *adapt.Limiter // BatchGetItem calls in flight (see ReadStats)
 
+	// stream marks a Reader of Open, whose reads are a logical call of
+	// their own: call, opened by the first Read (began) and closed at the
+	// payload's end, a sticky error or Close (ended).
+	stream, began, ended bool
+	call                 observe.Call
+
 	p         parent
 	m         medium   // where p's stored bytes are
 	at        int64    // m's position: chunks fetched, object bytes fetched, 1 once the inline payload was
@@ -59,6 +66,7 @@ func (r *Reader) Info() Info { return r.p.Info }
 // Close releases the Reader's buffers. It never fails; reading afterwards
 // does.
 func (r *Reader) Close() error {
+	r.endCall()
 	r.window, r.unread, r.undecoded, r.p.inline = nil, nil, nil, nil
 	if z, ok := r.dec.(zstdReader); ok {
 		z.d.Close()
@@ -97,6 +105,35 @@ func (r *Reader) reload() error {
 
 // Read implements io.Reader.
 func (r *Reader) Read(b []byte) (int, error) {
+	if r.stream && !r.began && r.err == nil {
+		r.began = true
+		r.ctx, r.call = r.s.start(r.ctx, "chunk.Read")
+		if r.call.Traced() {
+			r.s.traceKey(r.call, r.key)
+		}
+	}
+	n, err := r.read(b)
+	if err != nil {
+		r.endCall()
+	}
+	return n, err
+}
+
+// endCall closes the call of an Open's Reader, once: successful if the
+// payload was read to its end (or the Reader closed before an error).
+func (r *Reader) endCall() {
+	if !r.began || r.ended {
+		return
+	}
+	r.ended = true
+	err := r.err
+	if err == io.EOF {
+		err = nil
+	}
+	end(r.ctx, r.call, Info{Chunks: r.p.Chunks, Size: r.delivered}, err)
+}
+
+func (r *Reader) read(b []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}

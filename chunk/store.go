@@ -14,6 +14,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/observe"
 )
 
 // Client is the part of *dynamodb.Client the store uses: plain reads and
@@ -198,6 +199,7 @@ type Options struct {
 // same tables.
 type Store struct {
 	c       Client
+	obs     *observe.Scope // the client's tracer and meter; nil without providers
 	parents string
 	chunks  string
 	opts    Options
@@ -251,7 +253,7 @@ func New(c Client, parents, chunks string, optFns ...func(*Options)) (*Store, er
 	if err != nil {
 		return nil, err
 	}
-	return &Store{c: c, parents: parents, chunks: chunks, opts: o, maxChunks: maxChunks, reads: &readState{}}, nil
+	return &Store{c: c, obs: observe.For(c), parents: parents, chunks: chunks, opts: o, maxChunks: maxChunks, reads: &readState{}}, nil
 }
 
 // resolveOptions replaces o's zero values by their defaults and checks the

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/panics"
 )
 
@@ -64,8 +65,19 @@ type SweepStats struct {
 // Grace (by their version and by their LastModified) whose parent, named
 // by their metadata (one HEAD request each) and read consistently, does
 // not hold their version; see "S3 offload" in the package documentation.
-func (s *Store) Sweep(ctx context.Context, optFns ...func(*SweepOptions)) (SweepStats, error) {
-	s, err := s.begin(ctx, "Sweep", nil)
+func (s *Store) Sweep(ctx context.Context, optFns ...func(*SweepOptions)) (st SweepStats, err error) {
+	ctx, call := s.start(ctx, "chunk.Sweep")
+	defer func() {
+		if call.Traced() {
+			call.SetInt(observe.AttrItems, st.Scanned+st.Objects)
+			call.SetInt(attrDeleted, st.Deleted+st.ObjectsDeleted)
+		}
+		call.End(ctx, err)
+	}()
+	if call.Traced() && s != nil {
+		call.SetString(observe.AttrTable, s.chunks)
+	}
+	s, err = s.begin(ctx, "Sweep", nil)
 	if err != nil {
 		return SweepStats{}, err
 	}

@@ -47,6 +47,11 @@ type cache[V any] struct {
 
 	group                   singleflight.Group
 	hits, misses, evictions atomic.Int64
+
+	// lookups, if set, is told of every lookup: whether it hit, and the
+	// entries it evicted (an expired one it found; those its fill pushed
+	// out of the bounds). Set before the cache is used.
+	lookups func(ctx context.Context, hit bool, evicted int)
 }
 
 type cacheEntry[V any] struct {
@@ -76,17 +81,25 @@ func newCache[V any](entries int, maxBytes int64, ttl time.Duration) *cache[V] {
 // load's.
 func (c *cache[V]) get(ctx context.Context, key string, load func(context.Context) (V, int64, error)) (V, error) {
 	c.mu.Lock()
+	expired := 0
 	if e, ok := c.lru.Get(key); ok {
 		if c.now().Before(e.expires) {
 			c.mu.Unlock()
 			c.hits.Add(1)
+			if c.lookups != nil {
+				c.lookups(ctx, true, 0)
+			}
 			return e.v, nil
 		}
 		c.lru.Remove(key) // expired: counts as an eviction
+		expired = 1
 	}
 	epoch := c.epoch
 	c.mu.Unlock()
 	c.misses.Add(1)
+	// pushed is what this caller's own load evicted filling the cache:
+	// written by the load before it answers on ch, read only after.
+	pushed := 0
 
 	// The shared load must not die with the first caller's ctx while others
 	// wait on it; each caller still returns when its own ctx ends.
@@ -108,11 +121,14 @@ func (c *cache[V]) get(ctx context.Context, key string, load func(context.Contex
 		if err != nil {
 			return v, err
 		}
-		c.put(key, v, size, epoch)
+		pushed = c.put(key, v, size, epoch)
 		return v, nil
 	})
 	select {
 	case r := <-ch:
+		if c.lookups != nil {
+			c.lookups(ctx, false, expired+pushed)
+		}
 		panics.Raise(r.Err)
 		if r.Err != nil {
 			var zero V
@@ -120,6 +136,9 @@ func (c *cache[V]) get(ctx context.Context, key string, load func(context.Contex
 		}
 		return r.Val.(V), nil
 	case <-ctx.Done():
+		if c.lookups != nil {
+			c.lookups(ctx, false, expired) // not pushed: the load may still be running
+		}
 		var zero V
 		return zero, ctx.Err()
 	}
@@ -135,20 +154,24 @@ func (c *cache[V]) fresh(key string, epoch uint64) (V, bool) {
 	return zero, false
 }
 
-func (c *cache[V]) put(key string, v V, size int64, epoch uint64) {
+// put stores v unless an invalidation came after epoch, and returns the
+// entries it evicted to keep within the bounds.
+func (c *cache[V]) put(key string, v V, size int64, epoch uint64) (evicted int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epoch != epoch || size > c.maxBytes {
-		return
+		return 0
 	}
 	c.quiet = true
 	c.lru.Remove(key) // a refill replaces, it does not evict
 	c.quiet = false
+	before := c.evictions.Load() // only evictions under c.mu change it
 	c.lru.Add(key, cacheEntry[V]{v: v, size: size, expires: c.now().Add(c.ttl)})
 	c.bytes += size
 	for c.bytes > c.maxBytes {
 		c.lru.RemoveOldest()
 	}
+	return int(c.evictions.Load() - before)
 }
 
 // invalidate drops key and makes every load in flight skip its store.

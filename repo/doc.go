@@ -92,7 +92,20 @@
 // through anything else (another Repo, another process) are seen once the
 // entry expires, after at most CacheTTL. Every Get returns its own copy,
 // decoded from the stored item: modifying it changes nothing that later
-// Gets return.
+// Gets return. With a MeterProvider on the client, every Get through the
+// cache counts one lookup (dynashard.cache.lookups, hit or miss) and the
+// entries it evicted (dynashard.cache.evictions); CacheStats counts the
+// same for this Repo alone.
+//
+// # Cost
+//
+// dynashard.Usage measures what calls cost as DynamoDB reports it: with a
+// context from dynashard.WithUsage, every request of a Repo call (the
+// layout check's, the item's, a large value's chunk reads and writes) adds
+// its consumed capacity to it, per table. Each call is also a span
+// (dynashard.repo.Get, …, around the spans of the shard, scatter and chunk
+// calls it makes) when the client has a TracerProvider. A Get served by
+// the cache sends nothing and costs nothing.
 //
 // # Panics
 //

@@ -24,7 +24,7 @@ import (
 // whose version is 0. It takes no per-call options: every field of
 // Options that a write uses shapes the Repo (New's).
 func (r *Repo[T]) Create(ctx context.Context, base string, v T) (T, error) {
-	return r.put(ctx, base, v, true)
+	return r.put(ctx, "repo.Create", base, v, true)
 }
 
 // Put stores v under base and returns it as stored: with optimistic
@@ -34,10 +34,12 @@ func (r *Repo[T]) Create(ctx context.Context, base string, v T) (T, error) {
 // (shard.Table.Shards); a mismatch is a *shard.LayoutError. Like Create
 // and Delete, it takes no per-call options.
 func (r *Repo[T]) Put(ctx context.Context, base string, v T) (T, error) {
-	return r.put(ctx, base, v, false)
+	return r.put(ctx, "repo.Put", base, v, false)
 }
 
-func (r *Repo[T]) put(ctx context.Context, base string, v T, create bool) (T, error) {
+func (r *Repo[T]) put(ctx context.Context, op, base string, v T, create bool) (_ T, err error) {
+	ctx, call := r.start(ctx, op, base)
+	defer func() { call.End(ctx, err) }()
 	if _, err := r.call(ctx, nil); err != nil {
 		return v, err
 	}
@@ -50,6 +52,7 @@ func (r *Repo[T]) put(ctx context.Context, base string, v T, create bool) (T, er
 	if id == nil {
 		return v, r.invalid("%T has no string attribute %q (the id)", v, sk)
 	}
+	call.SetString(attrID, id.Value)
 	var cond expression.ConditionBuilder
 	if create {
 		cond = expression.AttributeNotExists(expression.Name(pk))
@@ -117,7 +120,10 @@ func versionOf(av map[string]types.AttributeValue, name string) (int64, error) {
 // own, also on a cache hit: changing it changes nothing stored. Per call,
 // ConsistentRead applies to a Repo without a cache (a cache is always
 // filled by strongly consistent reads).
-func (r *Repo[T]) Get(ctx context.Context, base, id string, optFns ...func(*Options)) (T, error) {
+func (r *Repo[T]) Get(ctx context.Context, base, id string, optFns ...func(*Options)) (_ T, err error) {
+	ctx, call := r.start(ctx, "repo.Get", base)
+	defer func() { call.End(ctx, err) }()
+	call.SetString(attrID, id)
 	var zero T
 	o, err := r.call(ctx, optFns)
 	if err != nil {
@@ -185,7 +191,10 @@ func (r *Repo[T]) read(ctx context.Context, base, pk, id string, consistent bool
 // Delete removes the item with id under base, after the layout check
 // (shard.Table.Shards). Deleting an absent item is not an error, as
 // everywhere in dynashard. It takes no per-call options.
-func (r *Repo[T]) Delete(ctx context.Context, base, id string) error {
+func (r *Repo[T]) Delete(ctx context.Context, base, id string) (err error) {
+	ctx, call := r.start(ctx, "repo.Delete", base)
+	defer func() { call.End(ctx, err) }()
+	call.SetString(attrID, id)
 	if _, err := r.call(ctx, nil); err != nil {
 		return err
 	}

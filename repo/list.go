@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/panics"
 	"github.com/dynashard/dynashard/scatter"
 )
@@ -19,7 +20,9 @@ import (
 // against base's record before the first Query. Large values of the page's
 // items are read in parallel; items are decoded on the caller's goroutine.
 // Per call, ConsistentRead, SkipLarge and MaxConcurrency apply.
-func (r *Repo[T]) List(ctx context.Context, base string, limit int, after scatter.Cursor, optFns ...func(*Options)) ([]T, scatter.Cursor, error) {
+func (r *Repo[T]) List(ctx context.Context, base string, limit int, after scatter.Cursor, optFns ...func(*Options)) (_ []T, _ scatter.Cursor, err error) {
+	ctx, call := r.start(ctx, "repo.List", base)
+	defer func() { call.End(ctx, err) }()
 	o, err := r.call(ctx, optFns)
 	if err != nil {
 		return nil, "", err
@@ -43,6 +46,7 @@ func (r *Repo[T]) List(ctx context.Context, base string, limit int, after scatte
 			return nil, "", err
 		}
 	}
+	call.SetInt(observe.AttrItems, len(out))
 	return out, next, nil
 }
 
@@ -76,16 +80,28 @@ func (r *Repo[T]) resolveAll(ctx context.Context, base string, items []map[strin
 // yielded. Per call, ConsistentRead, SkipLarge and MaxConcurrency apply.
 func (r *Repo[T]) All(ctx context.Context, base string, optFns ...func(*Options)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		o, err := r.call(ctx, optFns)
-		if err != nil {
+		ctx, call := r.start(ctx, "repo.All", base)
+		var (
+			items int
+			err   error
+		)
+		defer func() {
+			call.SetInt(observe.AttrItems, items)
+			call.End(ctx, err)
+		}()
+		var o Options
+		if o, err = r.call(ctx, optFns); err != nil {
 			var zero T
 			yield(zero, err)
 			return
 		}
-		for it, err := range r.sc.All(ctx, base, o.scatter) {
+		for it, ierr := range r.sc.All(ctx, base, o.scatter) {
 			var v T
-			if err == nil {
+			if err = ierr; err == nil {
 				v, err = r.fromStored(ctx, base, it.Attrs, o)
+			}
+			if err == nil {
+				items++
 			}
 			if !yield(v, err) || err != nil {
 				return
@@ -110,7 +126,9 @@ func (r *Repo[T]) fromStored(ctx context.Context, base string, av map[string]typ
 // Count returns the number of items under base, counted by DynamoDB
 // without transferring them, after the layout check. Per call,
 // ConsistentRead and MaxConcurrency apply.
-func (r *Repo[T]) Count(ctx context.Context, base string, optFns ...func(*Options)) (int64, error) {
+func (r *Repo[T]) Count(ctx context.Context, base string, optFns ...func(*Options)) (_ int64, err error) {
+	ctx, call := r.start(ctx, "repo.Count", base)
+	defer func() { call.End(ctx, err) }()
 	o, err := r.call(ctx, optFns)
 	if err != nil {
 		return 0, err

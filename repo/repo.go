@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/scatter"
 	"github.com/dynashard/dynashard/shard"
 )
@@ -155,6 +156,7 @@ const (
 // with ErrInvalid. A Repo is safe for concurrent use.
 type Repo[T any] struct {
 	c      Client
+	obs    *observe.Scope // the client's tracer and meter; nil without providers
 	layout shard.Layout
 	table  *shard.Table[T]
 	sc     *scatter.Scatter
@@ -198,7 +200,7 @@ func New[T any](c Client, l shard.Layout, optFns ...func(*Options)) (*Repo[T], e
 	if err != nil {
 		return nil, fmt.Errorf("repo: New: %w", err)
 	}
-	r := &Repo[T]{c: c, layout: l, table: t, sc: sc, opts: o}
+	r := &Repo[T]{c: c, obs: observe.For(c), layout: l, table: t, sc: sc, opts: o}
 	if o.CacheEntries > 0 {
 		if o.CacheBytes <= 0 {
 			o.CacheBytes = defaultCacheBytes
@@ -207,6 +209,9 @@ func New[T any](c Client, l shard.Layout, optFns ...func(*Options)) (*Repo[T], e
 			o.CacheTTL = defaultCacheTTL
 		}
 		r.cache = newCache[map[string]types.AttributeValue](o.CacheEntries, o.CacheBytes, o.CacheTTL)
+		if r.obs != nil {
+			r.cache.lookups = r.obs.Cache
+		}
 	}
 	return r, nil
 }
@@ -227,6 +232,31 @@ func (r *Repo[T]) CacheStats() CacheStats {
 		return CacheStats{}
 	}
 	return r.cache.stats()
+}
+
+// attrID is the span attribute of an item's id.
+const attrID = "dynashard.id"
+
+// start opens the logical call op (its span "dynashard.repo.<Op>") under
+// ctx, with the table and base as span attributes when traced. A call on
+// a Repo not made by New still counts (it fails its checks inside the
+// call); a nil ctx opens nothing, having nothing to carry it.
+func (r *Repo[T]) start(ctx context.Context, op, base string) (context.Context, observe.Call) {
+	if ctx == nil {
+		return ctx, observe.Call{}
+	}
+	var obs *observe.Scope
+	if r != nil {
+		obs = r.obs
+	}
+	ctx, call := obs.Start(ctx, op)
+	if call.Traced() {
+		if r != nil {
+			call.SetString(observe.AttrTable, r.layout.Table)
+		}
+		call.SetString(observe.AttrBase, base)
+	}
+	return ctx, call
 }
 
 // call checks what every call takes and returns the call's Options: a
