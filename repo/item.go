@@ -114,7 +114,9 @@ func versionOf(av map[string]types.AttributeValue, name string) (int64, error) {
 // Get returns the item with id under base, read as shard.Table.Get reads
 // it (after the layout check, one GetItem while the base's history puts
 // id at one key; a TransactGetItems snapshot of its keys with
-// ConsistentRead while there are several), plus the chunk reads of a
+// ConsistentRead while there are several), except that the layout check
+// uses the cached record even with ConsistentRead (shard.Table.Get then
+// reads the record again), plus the chunk reads of a
 // large attribute; or a cache hit. It returns an
 // error matching ErrNotFound if there is none. The value is the caller's
 // own, also on a cache hit: changing it changes nothing stored. Per call,
