@@ -22,10 +22,14 @@ import (
 // capacity (ReturnConsumedCapacity INDEXES), which makes answers slightly
 // larger; DynamoDB charges nothing for it. A request that fails reports
 // no capacity, though DynamoDB charges for some (a write refused by its
-// condition): such calls are under-counted. DynamoDB Local reports
-// capacity as DynamoDB does for the table (it counts each transaction
-// action twice, and a ConditionCheck as a write); dynalite reports it per
-// table too but measures item sizes in UTF-16 units.
+// condition): such calls are under-counted. The figures are the
+// server's own, and local servers depart from DynamoDB's (measured on
+// DynamoDB Local 1.25.1 and dynalite 4.0.0): DynamoDB Local charges a
+// TransactWriteItems 4 write units per started KB per action (DynamoDB:
+// 2) and counts actions of equal size once, a BatchWriteItem delete of an
+// absent key 2 units, a BatchGetItem key with no item nothing; dynalite
+// has no transactions, charges the minimum for a missing BatchGetItem
+// key, and sizes strings in UTF-16 units.
 type Usage struct{ t observe.Tally }
 
 // WithUsage returns a context that makes every dynashard call made with
