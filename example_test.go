@@ -84,3 +84,48 @@ func quickStart() error {
 	fmt.Println(len(page), next == "")
 	return nil
 }
+
+// What calls cost, as DynamoDB reports it: a Usage in the context totals
+// every request of the calls made with it. A base's first Put also reads
+// (1 read unit: a consistent GetItem that finds nothing) and writes (1
+// write unit) the base's layout record.
+func ExampleWithUsage() {
+	ctx := context.Background()
+	srv, err := dynashardtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	orders := shard.Layout{Table: dynashardtest.TableName("orders"), PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(16)}
+	in, err := orders.CreateTableInput()
+	if err == nil {
+		err = srv.CreateTable(ctx, in)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tbl, err := shard.NewTable[Order](srv.Client(), orders)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	var put dynashard.Usage
+	if err := tbl.Put(dynashard.WithUsage(ctx, &put), "2014-07-09", Order{ID: "ORD-00000001", Amount: 42}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("Put: %+v in %d requests\n", put.Table(orders.Table), put.Requests())
+
+	var get dynashard.Usage
+	if _, err := tbl.Get(dynashard.WithUsage(ctx, &get), "2014-07-09", "ORD-00000001"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("Get: %+v in %d requests\n", get.Table(orders.Table), get.Requests())
+	// Output:
+	// Put: {Read:1 Write:2} in 3 requests
+	// Get: {Read:0.5 Write:0} in 1 requests
+}
