@@ -3,24 +3,20 @@ package repo_test
 import (
 	"context"
 	"maps"
-	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/metrics"
-	"github.com/aws/smithy-go/middleware"
-	"github.com/aws/smithy-go/tracing"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/observe"
+	"github.com/dynashard/dynashard/internal/observe/observetest"
 	"github.com/dynashard/dynashard/repo"
 )
 
@@ -111,57 +107,13 @@ func TestCacheMetrics(t *testing.T) {
 	})
 }
 
-// tracer records the names, parents and properties of the spans
-// dynashard starts (those named dynashard.*).
-type tracer struct {
-	mu    sync.Mutex
-	spans []*recorded
-}
-
-type recorded struct {
-	t            *tracer
-	name, parent string
-	props        map[any]any
-	ended        bool
-}
-
-func (tr *tracer) Tracer(string, ...tracing.TracerOption) tracing.Tracer { return tr }
-
-func (tr *tracer) StartSpan(ctx context.Context, name string, _ ...tracing.SpanOption) (context.Context, tracing.Span) {
-	sp := &recorded{t: tr, name: name, props: map[any]any{}}
-	if p, ok := tracing.GetSpan(ctx); ok {
-		sp.parent = p.Name()
-	}
-	if strings.HasPrefix(name, "dynashard.") {
-		tr.mu.Lock()
-		tr.spans = append(tr.spans, sp)
-		tr.mu.Unlock()
-	}
-	return tracing.WithSpan(ctx, sp), sp
-}
-
-func (sp *recorded) Name() string                            { return sp.name }
-func (sp *recorded) Context() tracing.SpanContext            { return tracing.SpanContext{} }
-func (sp *recorded) AddEvent(string, ...tracing.EventOption) {}
-func (sp *recorded) SetStatus(tracing.SpanStatus)            {}
-func (sp *recorded) SetProperty(k, v any) {
-	sp.t.mu.Lock()
-	defer sp.t.mu.Unlock()
-	sp.props[k] = v
-}
-func (sp *recorded) End() {
-	sp.t.mu.Lock()
-	defer sp.t.mu.Unlock()
-	sp.ended = true
-}
-
 // TestSpans: each Repo call is a span dynashard.repo.<Op> with the table,
 // the base and the id, around the spans of the calls it makes (a large
 // value's chunk.Put); All's span ends when the iteration does, with the
 // items it yielded.
 func TestSpans(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
-		tr := &tracer{}
+		tr := &observetest.Tracer{Prefix: "dynashard."}
 		c := s.Client(func(o *dynamodb.Options) { o.TracerProvider = tr })
 		l := newTable(t, s, 1)
 		r := newRepo[Reply](t, c, l, large("body", newStore(t, s, c, l)))
@@ -176,66 +128,29 @@ func TestSpans(t *testing.T) {
 			}
 			n++
 		}
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		byName := map[string]*recorded{}
-		for _, sp := range tr.spans {
-			if !sp.ended {
-				t.Errorf("span %s not ended", sp.name)
+		byName := map[string]*observetest.Span{}
+		for _, sp := range tr.Spans() {
+			if !sp.Ended {
+				t.Errorf("span %s not ended", sp.Name)
 			}
-			byName[sp.name] = sp
+			byName[sp.Name] = &sp
 		}
 		put, cput, all := byName["dynashard.repo.Put"], byName["dynashard.chunk.Put"], byName["dynashard.repo.All"]
 		if put == nil || cput == nil || all == nil {
 			t.Fatalf("spans %v: want dynashard.repo.Put, dynashard.chunk.Put and dynashard.repo.All", slices.Collect(maps.Keys(byName)))
 		}
-		if cput.parent != put.name || put.parent != "" {
-			t.Errorf("chunk.Put's parent %q, repo.Put's %q; want repo.Put and none", cput.parent, put.parent)
+		if cput.Parent != put.Name || put.Parent != "" {
+			t.Errorf("chunk.Put's parent %q, repo.Put's %q; want repo.Put and none", cput.Parent, put.Parent)
 		}
 		for k, want := range map[any]any{observe.AttrTable: l.Table, observe.AttrBase: "b", "dynashard.id": "x"} {
-			if got := put.props[k]; got != want {
+			if got := put.Properties[k]; got != want {
 				t.Errorf("repo.Put's %v = %v, want %v", k, got, want)
 			}
 		}
-		if got := all.props[observe.AttrItems]; got != n || n != 1 {
+		if got := all.Properties[observe.AttrItems]; got != n || n != 1 {
 			t.Errorf("repo.All's %s = %v, yielded %d, want 1", observe.AttrItems, got, n)
 		}
 	})
-}
-
-// askedFor records the ReturnConsumedCapacity of every request a client
-// sends, by operation, from a middleware in its Initialize step.
-type askedFor struct {
-	mu  sync.Mutex
-	ops map[string]map[types.ReturnConsumedCapacity]bool
-}
-
-func (a *askedFor) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("repoTestAsked",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				rc := types.ReturnConsumedCapacity("no such field")
-				if f := reflect.ValueOf(in.Parameters).Elem().FieldByName("ReturnConsumedCapacity"); f.IsValid() {
-					rc = types.ReturnConsumedCapacity(f.String())
-				}
-				op := awsmiddleware.GetOperationName(ctx)
-				a.mu.Lock()
-				if a.ops[op] == nil {
-					a.ops[op] = map[types.ReturnConsumedCapacity]bool{}
-				}
-				a.ops[op][rc] = true
-				a.mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.After)
-	})
-}
-
-func (a *askedFor) take() map[string]map[types.ReturnConsumedCapacity]bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := a.ops
-	a.ops = map[string]map[types.ReturnConsumedCapacity]bool{}
-	return out
 }
 
 // TestUnobservedAsksNothing: with no Usage in the context and no provider
@@ -244,8 +159,8 @@ func (a *askedFor) take() map[string]map[types.ReturnConsumedCapacity]bool {
 // Usage every one asks for it per index.
 func TestUnobservedAsksNothing(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
-		a := &askedFor{ops: map[string]map[types.ReturnConsumedCapacity]bool{}}
-		c := s.Client(a.option)
+		var a observetest.Asks
+		c := s.Client(a.Option)
 		for _, tc := range []struct {
 			name string
 			ctx  context.Context
@@ -257,7 +172,7 @@ func TestUnobservedAsksNothing(t *testing.T) {
 			l := newTable(t, s, 2)
 			r := newRepo[Reply](t, c, l, large("body", newStore(t, s, c, l, func(o *chunk.Options) { o.ChunkSize = 3000 })),
 				func(o *repo.Options) { o.CacheEntries = 10 })
-			a.take()
+			a.Take()
 			ctx := tc.ctx
 			for _, v := range []Reply{{ID: "x", Body: make([]byte, 7000)}, {ID: "x", Body: make([]byte, 5000)}} {
 				if _, err := r.Put(ctx, "b", v); err != nil {
@@ -276,11 +191,11 @@ func TestUnobservedAsksNothing(t *testing.T) {
 			if err := r.Delete(ctx, "b", "x"); err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]map[types.ReturnConsumedCapacity]bool{}
+			want := map[string][]types.ReturnConsumedCapacity{}
 			for _, op := range []string{"GetItem", "PutItem", "BatchWriteItem", "UpdateItem", "BatchGetItem", "Query", "DeleteItem"} {
-				want[op] = map[types.ReturnConsumedCapacity]bool{tc.want: true}
+				want[op] = []types.ReturnConsumedCapacity{tc.want}
 			}
-			if diff := cmp.Diff(want, a.take()); diff != "" {
+			if diff := cmp.Diff(want, observetest.Distinct(a.Take())); diff != "" {
 				t.Errorf("%s: ReturnConsumedCapacity by operation (-want +got):\n%s", tc.name, diff)
 			}
 		}

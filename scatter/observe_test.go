@@ -5,49 +5,18 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/observe/observetest"
 	"github.com/dynashard/dynashard/scatter"
 	"github.com/dynashard/dynashard/shard"
 )
-
-// asked records the ReturnConsumedCapacity of every Query a client sent.
-type asked struct {
-	mu   sync.Mutex
-	seen []types.ReturnConsumedCapacity
-}
-
-func (a *asked) client(endpoint string) *dynamodb.Client {
-	c, _ := testClient(endpoint, func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("asked", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if q, ok := in.Parameters.(*dynamodb.QueryInput); ok {
-					a.mu.Lock()
-					a.seen = append(a.seen, q.ReturnConsumedCapacity)
-					a.mu.Unlock()
-				}
-				return next.HandleInitialize(ctx, in)
-			}), middleware.After)
-		})
-	})
-	return c
-}
-
-func (a *asked) take() []types.ReturnConsumedCapacity {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s := a.seen
-	a.seen = nil
-	return s
-}
 
 // TestUsage: with a dynashard.Usage in the context, every read of a base
 // reports the read units DynamoDB Local charged, which follow from the
@@ -58,8 +27,8 @@ func (a *asked) take() []types.ReturnConsumedCapacity {
 func TestUsage(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		var a asked
-		c := a.client(s.Endpoint)
+		var a observetest.Asks
+		c, _ := testClient(s.Endpoint, a.Option)
 		table := s.Table(t, "pk:S", "sk:S")
 		const n = 4
 		l := layout(table, 'S', shard.Random(n))
@@ -90,7 +59,7 @@ func TestUsage(t *testing.T) {
 			return u
 		}
 		sc := newScatter(t, c, l)
-		a.take()
+		a.Take()
 		for _, consistent := range []bool{false, true} {
 			opt := func(o *scatter.Options) { o.ConsistentRead = consistent }
 			var u dynashard.Usage
@@ -102,7 +71,7 @@ func TestUsage(t *testing.T) {
 			if got := u.Table(table); got.Read != want(consistent) || got.Write != 0 || u.Requests() != n {
 				t.Errorf("consistent=%v: Page used %+v in %d requests, want %.1f read units in %d Queries", consistent, got, u.Requests(), want(consistent), n)
 			}
-			for _, rc := range a.take() {
+			for _, rc := range a.Take()["Query"] {
 				if rc != types.ReturnConsumedCapacityIndexes {
 					t.Errorf("a Query with a Usage asked for %q, want INDEXES", rc)
 				}
@@ -123,12 +92,12 @@ func TestUsage(t *testing.T) {
 			if got := u.Total(); got.Read != want(consistent) || u.Requests() != n {
 				t.Errorf("consistent=%v: Count used %+v in %d requests, want %.1f", consistent, got, u.Requests(), want(consistent))
 			}
-			a.take()
+			a.Take()
 			// Without a Usage, nothing asks.
 			if _, _, err := sc.Page(ctx, "day", 100, "", opt); err != nil {
 				t.Fatal(err)
 			}
-			for _, rc := range a.take() {
+			for _, rc := range a.Take()["Query"] {
 				if rc != "" {
 					t.Errorf("a Query without a Usage asked for %q", rc)
 				}

@@ -6,19 +6,18 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/observe/observetest"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -34,17 +33,9 @@ import (
 // 4 KB of each item (absent items count as one unit). Transactional
 // writes are where DynamoDB Local departs from DynamoDB: see localTx.
 
-// wcu is the write units of a write of an item of size bytes.
-func wcu(size int) float64 { return float64(max(1, (size+1023)/1024)) }
-
-// rcu is the read units of a read of an item of size bytes.
-func rcu(size int, consistent bool) float64 {
-	u := float64(max(1, (size+4095)/4096))
-	if !consistent {
-		u /= 2
-	}
-	return u
-}
+// wcu and rcu are the units of a write and of a read of an item of size
+// bytes, by the rules above.
+var wcu, rcu = observetest.WriteUnits, observetest.ReadUnits
 
 // localTx is what DynamoDB Local 1.25.1 reports for a TransactWriteItems
 // whose actions (Put, Update, Delete, ConditionCheck) each write units
@@ -371,68 +362,13 @@ func TestUsageReshardRebalance(t *testing.T) {
 	})
 }
 
-// opCounter counts the operations a client sends (an SDK call with its
-// retries once) and records the ReturnConsumedCapacity of each.
-type opCounter struct {
-	mu    sync.Mutex
-	ops   map[string]int
-	asked map[types.ReturnConsumedCapacity]int
-}
-
-func (oc *opCounter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("opCounter", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			oc.mu.Lock()
-			if oc.ops == nil {
-				oc.ops, oc.asked = map[string]int{}, map[types.ReturnConsumedCapacity]int{}
-			}
-			oc.ops[fmt.Sprintf("%T", in.Parameters)]++
-			oc.asked[returnConsumedCapacity(in.Parameters)]++
-			oc.mu.Unlock()
-			return next.HandleInitialize(ctx, in)
-		}), middleware.After)
-	})
-}
-
-func (oc *opCounter) take() (map[string]int, map[types.ReturnConsumedCapacity]int) {
-	oc.mu.Lock()
-	defer oc.mu.Unlock()
-	ops, asked := oc.ops, oc.asked
-	oc.ops, oc.asked = nil, nil
-	return ops, asked
-}
-
-// returnConsumedCapacity is the field of each request shard sends;
-// "none" for an input without it.
-func returnConsumedCapacity(in any) types.ReturnConsumedCapacity {
-	switch in := in.(type) {
-	case *dynamodb.GetItemInput:
-		return in.ReturnConsumedCapacity
-	case *dynamodb.PutItemInput:
-		return in.ReturnConsumedCapacity
-	case *dynamodb.UpdateItemInput:
-		return in.ReturnConsumedCapacity
-	case *dynamodb.DeleteItemInput:
-		return in.ReturnConsumedCapacity
-	case *dynamodb.QueryInput:
-		return in.ReturnConsumedCapacity
-	case *dynamodb.BatchWriteItemInput:
-		return in.ReturnConsumedCapacity
-	case *dynamodb.TransactWriteItemsInput:
-		return in.ReturnConsumedCapacity
-	case *dynamodb.TransactGetItemsInput:
-		return in.ReturnConsumedCapacity
-	}
-	return "none"
-}
-
 // TestUsageLoad: a Load of a new base reports its record's read and
 // write and one write unit per started KB of each item, in its
 // BatchWriteItems.
 func TestUsageLoad(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
-		var oc opCounter
-		c := s.Client(oc.option)
+		var a observetest.Asks
+		c := s.Client(a.Option)
 		name := s.Table(t, "pk:S", "sk:S")
 		tbl, err := shard.NewTable[Order](c, cached(name, shard.Hash(4)))
 		if err != nil {
@@ -447,13 +383,13 @@ func TestUsageLoad(t *testing.T) {
 			stats, err = tbl.Load(ctx, seq2(in))
 			return err
 		})
-		ops, _ := oc.take()
+		asked := a.Take()
 		want := cost{Read: rcu(0, true), Write: wcu(recordSize(t, c, name, "load")), Requests: 2}
 		for _, p := range in {
 			pk, _ := tbl.Key(p.base, p.item.ID)
 			want.Write += wcu(sizeAt(t, c, name, pk, p.item.ID))
 		}
-		batches := ops["*dynamodb.BatchWriteItemInput"]
+		batches := len(asked["BatchWriteItem"])
 		want.Requests += int64(batches)
 		if batches != stats.Requests || batches < (len(in)+24)/25 {
 			t.Errorf("%d BatchWriteItems, Load counted %d, want at least %d", batches, stats.Requests, (len(in)+24)/25)
@@ -510,8 +446,8 @@ func TestUsageThrottled(t *testing.T) {
 // a Usage every one does (INDEXES).
 func TestUnobservedAsksNothing(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
-		var oc opCounter
-		c := s.Client(oc.option)
+		var a observetest.Asks
+		c := s.Client(a.Option)
 		name := s.Table(t, "pk:S", "sk:S")
 		tbl := newOrders(t, c, name, shard.Hash(2))
 		calls := []struct {
@@ -556,17 +492,19 @@ func TestUnobservedAsksNothing(t *testing.T) {
 					ctx = dynashard.WithUsage(ctx, new(dynashard.Usage))
 					want = types.ReturnConsumedCapacityIndexes
 				}
-				oc.take()
+				a.Take()
 				if err := tc.call(ctx); err != nil {
 					t.Fatalf("%s: %v", tc.name, err)
 				}
-				ops, asked := oc.take()
-				if len(ops) == 0 {
+				asked := a.Take()
+				if len(asked) == 0 {
 					t.Fatalf("%s sent nothing", tc.name)
 				}
-				for rc, n := range asked {
-					if rc != want {
-						t.Errorf("%s (observed %v): %d requests asked for %q, want %q (requests %v)", tc.name, observed, n, rc, want, ops)
+				for op, rcs := range observetest.Distinct(asked) {
+					for _, rc := range rcs {
+						if rc != want {
+							t.Errorf("%s (observed %v): %s requests asked for %q, want %q (requests %v)", tc.name, observed, op, rc, want, asked)
+						}
 					}
 				}
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,71 +11,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/metrics"
-	"github.com/aws/smithy-go/tracing"
 
 	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/observe"
+	"github.com/dynashard/dynashard/internal/observe/observetest"
 	"github.com/dynashard/dynashard/shard"
 )
-
-// spans is a TracerProvider that records the spans dynashard starts
-// (those named dynashard.*; the SDK's own are made and dropped).
-type spans struct {
-	mu  sync.Mutex
-	all []*span
-}
-
-// span is a recorded span. Guarded by its recorder's mutex.
-type span struct {
-	rec          *spans
-	name, parent string
-	props        map[any]any
-	ended        bool
-}
-
-func (s *spans) Tracer(string, ...tracing.TracerOption) tracing.Tracer { return s }
-
-func (s *spans) StartSpan(ctx context.Context, name string, _ ...tracing.SpanOption) (context.Context, tracing.Span) {
-	sp := &span{rec: s, name: name, props: map[any]any{}}
-	if p, ok := tracing.GetSpan(ctx); ok {
-		sp.parent = p.Name()
-	}
-	if strings.HasPrefix(name, "dynashard.") {
-		s.mu.Lock()
-		s.all = append(s.all, sp)
-		s.mu.Unlock()
-	}
-	return tracing.WithSpan(ctx, sp), sp
-}
-
-func (sp *span) Name() string                            { return sp.name }
-func (sp *span) Context() tracing.SpanContext            { return tracing.SpanContext{} }
-func (sp *span) AddEvent(string, ...tracing.EventOption) {}
-func (sp *span) SetStatus(tracing.SpanStatus)            {}
-func (sp *span) SetProperty(k, v any) {
-	sp.rec.mu.Lock()
-	defer sp.rec.mu.Unlock()
-	sp.props[k] = v
-}
-func (sp *span) End() {
-	sp.rec.mu.Lock()
-	defer sp.rec.mu.Unlock()
-	sp.ended = true
-}
-
-// take returns copies of the spans recorded since the last take.
-func (s *spans) take() []span {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]span, len(s.all))
-	for i, sp := range s.all {
-		out[i] = *sp
-		out[i].rec = nil
-	}
-	s.all = nil
-	return out
-}
 
 // meter is a MeterProvider that records what dynashard's instruments
 // record (the SDK's own go to the no-op meter).
@@ -170,7 +111,7 @@ func (m *meter) take(name string) []point {
 }
 
 // observed returns a client for s with both providers.
-func observed(s *ddbtest.Server, rec *spans, m *meter, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+func observed(s *ddbtest.Server, rec *observetest.Tracer, m *meter, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return s.Client(append(optFns, func(o *dynamodb.Options) { o.TracerProvider, o.MeterProvider = rec, provider{m} })...)
 }
 
@@ -185,7 +126,7 @@ func observed(s *ddbtest.Server, rec *spans, m *meter, optFns ...func(*dynamodb.
 func TestSpans(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		rec, m := &spans{}, newMeter()
+		rec, m := &observetest.Tracer{Prefix: "dynashard."}, newMeter()
 		name := s.Table(t, "pk:S", "sk:S")
 		tbl := newOrders(t, observed(s, rec, m), name, shard.Hash(2))
 		type want struct {
@@ -195,30 +136,30 @@ func TestSpans(t *testing.T) {
 		}
 		check := func(w want) {
 			t.Helper()
-			got := rec.take()
+			got := rec.Take()
 			if len(got) != 1 {
 				t.Fatalf("%s: %d spans, want 1: %+v", w.op, len(got), got)
 			}
 			sp := got[0]
-			if sp.name != "dynashard.shard."+w.op || !sp.ended || sp.parent != "" {
-				t.Errorf("span %q (parent %q, ended %v), want dynashard.shard.%s, a root, ended", sp.name, sp.parent, sp.ended, w.op)
+			if sp.Name != "dynashard.shard."+w.op || !sp.Ended || sp.Parent != "" {
+				t.Errorf("span %q (parent %q, ended %v), want dynashard.shard.%s, a root, ended", sp.Name, sp.Parent, sp.Ended, w.op)
 			}
-			if sp.props[observe.AttrTable] != name {
-				t.Errorf("%s: table %v, want %s", w.op, sp.props[observe.AttrTable], name)
+			if sp.Properties[observe.AttrTable] != name {
+				t.Errorf("%s: table %v, want %s", w.op, sp.Properties[observe.AttrTable], name)
 			}
-			if base, ok := sp.props[observe.AttrBase]; (w.op == "Load") == ok || ok && base != "b" {
+			if base, ok := sp.Properties[observe.AttrBase]; (w.op == "Load") == ok || ok && base != "b" {
 				t.Errorf("%s: base %v (set %v), want b (Load: none)", w.op, base, ok)
 			}
-			if h, _ := sp.props[observe.AttrHistory].([]int); !slices.Equal(h, w.history) {
-				t.Errorf("%s: history %v, want %v", w.op, sp.props[observe.AttrHistory], w.history)
+			if h, _ := sp.Properties[observe.AttrHistory].([]int); !slices.Equal(h, w.history) {
+				t.Errorf("%s: history %v, want %v", w.op, sp.Properties[observe.AttrHistory], w.history)
 			}
 			// Shards may answer from the cache, with no request.
-			if r, ok := sp.props["dynashard.requests"].(int64); !ok || r < 1 && w.op != "Shards" {
-				t.Errorf("%s: %v requests, want at least 1", w.op, sp.props["dynashard.requests"])
+			if r, ok := sp.Properties["dynashard.requests"].(int64); !ok || r < 1 && w.op != "Shards" {
+				t.Errorf("%s: %v requests, want at least 1", w.op, sp.Properties["dynashard.requests"])
 			}
 			for k, v := range w.props {
-				if sp.props[k] != v {
-					t.Errorf("%s: %s = %v, want %v", w.op, k, sp.props[k], v)
+				if sp.Properties[k] != v {
+					t.Errorf("%s: %s = %v, want %v", w.op, k, sp.Properties[k], v)
 				}
 			}
 		}
@@ -296,7 +237,7 @@ func TestSpans(t *testing.T) {
 func TestGrowObserved(t *testing.T) {
 	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		rec, m := &spans{}, newMeter()
+		rec, m := &observetest.Tracer{Prefix: "dynashard."}, newMeter()
 		throttled, _ := throttledClient(t, s, faultproxy.Config{ThrottleRate: 0.4, Ops: []string{"PutItem"}, Seed: 7})
 		c := observed(s, rec, m, func(o *dynamodb.Options) {
 			o.BaseEndpoint, o.Retryer = throttled.Options().BaseEndpoint, throttled.Options().Retryer
@@ -321,14 +262,9 @@ func TestGrowObserved(t *testing.T) {
 			points[0].props[observe.AttrShardsTo] != 8 || points[0].props[observe.AttrTable] != name {
 			t.Errorf("grow decisions %+v, want one grow to 8 on %s", points, name)
 		}
-		var grows []span
-		for _, sp := range rec.take() {
-			if sp.name == "dynashard.shard.Grow" {
-				grows = append(grows, sp)
-			}
-		}
-		if len(grows) != 1 || grows[0].parent != "dynashard.shard.Put" || !grows[0].ended ||
-			grows[0].props[observe.AttrShardsTo] != 8 || grows[0].props[observe.AttrBase] != "hot" {
+		grows := rec.Named("dynashard.shard.Grow")
+		if len(grows) != 1 || grows[0].Parent != "dynashard.shard.Put" || !grows[0].Ended ||
+			grows[0].Properties[observe.AttrShardsTo] != 8 || grows[0].Properties[observe.AttrBase] != "hot" {
 			t.Errorf("Grow spans %+v, want one, ended, inside a Put, base hot, to 8", grows)
 		}
 	})

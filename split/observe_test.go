@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/aws/smithy-go/tracing"
 	"github.com/google/go-cmp/cmp"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
+	"github.com/dynashard/dynashard/internal/observe/observetest"
 	"github.com/dynashard/dynashard/split"
 )
 
@@ -297,57 +296,14 @@ func seed(t *testing.T, c *dynamodb.Client, l split.Layout, p Product) {
 	}
 }
 
-// asked records the ReturnConsumedCapacity of every request a client
-// sends that has one, as the SDK serializes it.
-type asked struct {
-	mu   sync.Mutex
-	seen []types.ReturnConsumedCapacity
-}
-
-func (a *asked) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("asked", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			var rc *types.ReturnConsumedCapacity
-			switch in := in.Parameters.(type) {
-			case *dynamodb.GetItemInput:
-				rc = &in.ReturnConsumedCapacity
-			case *dynamodb.PutItemInput:
-				rc = &in.ReturnConsumedCapacity
-			case *dynamodb.UpdateItemInput:
-				rc = &in.ReturnConsumedCapacity
-			case *dynamodb.DeleteItemInput:
-				rc = &in.ReturnConsumedCapacity
-			case *dynamodb.BatchGetItemInput:
-				rc = &in.ReturnConsumedCapacity
-			case *dynamodb.TransactWriteItemsInput:
-				rc = &in.ReturnConsumedCapacity
-			}
-			if rc != nil {
-				a.mu.Lock()
-				a.seen = append(a.seen, *rc)
-				a.mu.Unlock()
-			}
-			return next.HandleInitialize(ctx, in)
-		}), middleware.After)
-	})
-}
-
-func (a *asked) take() []types.ReturnConsumedCapacity {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s := a.seen
-	a.seen = nil
-	return s
-}
-
 // TestAsksOnlyWhenObserved: with no Usage in the context and no provider
 // on the client, no request of any entry point asks DynamoDB for its
 // consumed capacity; with a Usage, every request asks for it per index.
 func TestAsksOnlyWhenObserved(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
-		var a asked
-		c := s.Client(a.option)
+		var a observetest.Asks
+		c := s.Client(a.Option)
 		l := guideLayout()
 		createTables(t, s, l)
 		st := newStore[Product](t, c, l)
@@ -358,7 +314,7 @@ func TestAsksOnlyWhenObserved(t *testing.T) {
 		}{{ctx, ""}, {dynashard.WithUsage(ctx, &u), types.ReturnConsumedCapacityIndexes}} {
 			p := observed(1)
 			seed(t, c, l, p)
-			a.take()
+			a.Take()
 			k := split.Key{PK: "1"}
 			p.PriceVersion = 0
 			_, _ = st.Create(tc.ctx, observed(2)) // refused on dynalite
@@ -373,7 +329,11 @@ func TestAsksOnlyWhenObserved(t *testing.T) {
 			_, _ = st.Put(tc.ctx, observed(1), []string{"catalog", "extended"})
 			_ = st.Delete(tc.ctx, k)
 			_ = st.Delete(tc.ctx, split.Key{PK: "2"})
-			seen := a.take()
+			asked := a.Take()
+			var seen []types.ReturnConsumedCapacity // of the requests that have the field, by operation
+			for _, op := range []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem", "TransactWriteItems"} {
+				seen = append(seen, asked[op]...)
+			}
 			if len(seen) < 8 {
 				t.Fatalf("saw %d requests, want at least 8", len(seen))
 			}
@@ -386,66 +346,6 @@ func TestAsksOnlyWhenObserved(t *testing.T) {
 	})
 }
 
-// spans records the spans a client's TracerProvider starts.
-type spans struct {
-	mu  sync.Mutex
-	all []*span
-}
-
-type span struct {
-	name   string
-	parent *span
-	props  map[any]any
-	ended  bool
-	status tracing.SpanStatus
-	s      *spans
-}
-
-func (s *spans) Tracer(string, ...tracing.TracerOption) tracing.Tracer { return s }
-
-func (s *spans) StartSpan(ctx context.Context, name string, _ ...tracing.SpanOption) (context.Context, tracing.Span) {
-	sp := &span{name: name, props: map[any]any{}, s: s}
-	if p, ok := tracing.GetSpan(ctx); ok {
-		sp.parent, _ = p.(*span)
-	}
-	s.mu.Lock()
-	s.all = append(s.all, sp)
-	s.mu.Unlock()
-	return tracing.WithSpan(ctx, sp), sp
-}
-
-func (sp *span) Name() string                            { return sp.name }
-func (sp *span) Context() tracing.SpanContext            { return tracing.SpanContext{} }
-func (sp *span) AddEvent(string, ...tracing.EventOption) {}
-func (sp *span) SetStatus(st tracing.SpanStatus) {
-	sp.s.mu.Lock()
-	defer sp.s.mu.Unlock()
-	sp.status = st
-}
-func (sp *span) SetProperty(k, v any) {
-	sp.s.mu.Lock()
-	defer sp.s.mu.Unlock()
-	sp.props[k] = v
-}
-func (sp *span) End() {
-	sp.s.mu.Lock()
-	defer sp.s.mu.Unlock()
-	sp.ended = true
-}
-
-// named returns the spans called name.
-func (s *spans) named(name string) []*span {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*span
-	for _, sp := range s.all {
-		if sp.name == name {
-			out = append(out, sp)
-		}
-	}
-	return out
-}
-
 // TestSpans: with a TracerProvider on the client, each entry point opens
 // one span named dynashard.split.<Op>, ended, with the tables and the key
 // as attributes and the request totals set by End; the SDK's spans of its
@@ -453,7 +353,7 @@ func (s *spans) named(name string) []*span {
 func TestSpans(t *testing.T) {
 	s := ddbtest.Get(t, localddb.DynamoDBLocal)
 	ctx := context.Background()
-	var rec spans
+	var rec observetest.Tracer
 	c := s.Client(func(o *dynamodb.Options) { o.TracerProvider = &rec })
 	l := guideLayout()
 	createTables(t, s, l)
@@ -491,29 +391,24 @@ func TestSpans(t *testing.T) {
 		{"Update", 1, "", 0, tracing.SpanStatusError},         // refused before any request
 		{"Delete", 1, all, 1, tracing.SpanStatusOK},
 	} {
-		got := rec.named("dynashard.split." + tc.op)
+		got := rec.Named("dynashard.split." + tc.op)
 		if len(got) != tc.n {
 			t.Errorf("%d spans dynashard.split.%s, want %d", len(got), tc.op, tc.n)
 			continue
 		}
 		for _, sp := range got {
-			if !sp.ended || sp.parent != nil || sp.status != tc.status {
-				t.Errorf("%s: ended %v, parent %v, status %v; want ended, a root, status %v", tc.op, sp.ended, sp.parent, sp.status, tc.status)
+			if !sp.Ended || sp.Parent != "" || sp.Status != tc.status {
+				t.Errorf("%s: ended %v, parent %q, status %v; want ended, a root, status %v", tc.op, sp.Ended, sp.Parent, sp.Status, tc.status)
 			}
 		}
 		sp := got[0]
-		if tc.table != "" && (sp.props["aws.dynamodb.table_name"] != tc.table || sp.props["dynashard.base"] != "5") {
-			t.Errorf("%s: table %v, base %v; want %q and 5", tc.op, sp.props["aws.dynamodb.table_name"], sp.props["dynashard.base"], tc.table)
+		if tc.table != "" && (sp.Properties["aws.dynamodb.table_name"] != tc.table || sp.Properties["dynashard.base"] != "5") {
+			t.Errorf("%s: table %v, base %v; want %q and 5", tc.op, sp.Properties["aws.dynamodb.table_name"], sp.Properties["dynashard.base"], tc.table)
 		}
-		if sp.props["dynashard.requests"] != tc.requests {
-			t.Errorf("%s: dynashard.requests %v, want %d", tc.op, sp.props["dynashard.requests"], tc.requests)
+		if sp.Properties["dynashard.requests"] != tc.requests {
+			t.Errorf("%s: dynashard.requests %v, want %d", tc.op, sp.Properties["dynashard.requests"], tc.requests)
 		}
-		children := 0
-		for _, other := range rec.all {
-			if other.parent == sp {
-				children++
-			}
-		}
+		children := len(rec.Children(sp))
 		if int64(children) < tc.requests {
 			t.Errorf("%s: %d child spans, want the SDK's span of each of its %d requests", tc.op, children, tc.requests)
 		}

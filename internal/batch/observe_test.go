@@ -18,22 +18,12 @@ import (
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
+	"github.com/dynashard/dynashard/internal/observe/observetest"
 )
 
-// wcu is DynamoDB's write units for an item of size bytes: one per
-// started KB, at least one (a Delete of an absent item costs one).
-func wcu(size int) float64 { return float64(max(1, (size+1023)/1024)) }
-
-// rcu is DynamoDB's read units for an item of size bytes: one per started
-// 4 KB (strongly consistent), half that (eventually), at least that
-// minimum (an absent item costs it).
-func rcu(size int, consistent bool) float64 {
-	u := float64(max(1, (size+4095)/4096))
-	if !consistent {
-		u /= 2
-	}
-	return u
-}
+// wcu and rcu are DynamoDB's write and read units for an item of size
+// bytes (at least one write unit, or the minimum read, for an absent item).
+var wcu, rcu = observetest.WriteUnits, observetest.ReadUnits
 
 // absentDelete is what a BatchWriteItem DeleteRequest of a key with no
 // item costs: DynamoDB documents the minimum, 1 unit, and dynalite
