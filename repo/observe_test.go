@@ -66,15 +66,6 @@ func sizes(t *testing.T, c *dynamodb.Client, table, sortKey string) stored {
 	return s
 }
 
-// sum is the units of several items, each rounded by units.
-func sum(units func(int) float64, sizes map[string]int) float64 {
-	var u float64
-	for _, n := range sizes {
-		u += units(n)
-	}
-	return u
-}
-
 type cost struct {
 	tables   map[string]dynashard.Capacity
 	requests int64

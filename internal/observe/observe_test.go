@@ -83,8 +83,9 @@ func BenchmarkCall(b *testing.B) {
 	in := &dynamodb.GetItemInput{}
 	// Five values deep, as a service's request context is.
 	ctx := context.Background()
+	type depth int
 	for i := range 5 {
-		ctx = context.WithValue(ctx, i, i)
+		ctx = context.WithValue(ctx, depth(i), i)
 	}
 	b.Run("direct", func(b *testing.B) {
 		for b.Loop() {
