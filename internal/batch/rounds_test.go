@@ -121,9 +121,13 @@ func TestWriteSeqDuplicatesKeepReading(t *testing.T) {
 	}
 	checkExactlyOnce(t, sc, len(ws))
 	// 900 writes of 300 keys fit 36 full requests; one write per request
-	// (reading stopped at each duplicate) would be 900.
-	if min := len(ws) / MaxWritesPerRequest; st.Requests > 2*min {
-		t.Errorf("requests: got %d, want at most %d", st.Requests, 2*min)
+	// (reading stopped at each duplicate) would be 900. How full each
+	// request is depends on how the 4 workers interleave with the acks
+	// that free a key's next write: alone the run takes 36-72 requests,
+	// under make test's load once 112, so the bound is 4× the minimum,
+	// still far from 900.
+	if min := len(ws) / MaxWritesPerRequest; st.Requests > 4*min {
+		t.Errorf("requests: got %d, want at most %d", st.Requests, 4*min)
 	}
 	for fp, seqs := range order {
 		if !slices.IsSorted(seqs) {
