@@ -123,7 +123,7 @@ func TestWriteSeqDuplicatesKeepReading(t *testing.T) {
 	// 900 writes of 300 keys fit 36 full requests; one write per request
 	// (reading stopped at each duplicate) would be 900. How full each
 	// request is depends on how the 4 workers interleave with the acks
-	// that free a key's next write: alone the run takes 36-72 requests,
+	// that free a key's next write: alone it stays within 2× the minimum,
 	// under make test's load once 112, so the bound is 4× the minimum,
 	// still far from 900.
 	if min := len(ws) / MaxWritesPerRequest; st.Requests > 4*min {
