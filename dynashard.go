@@ -15,8 +15,18 @@
 //
 // This package holds what they share: the error families every package
 // re-exports under its own name (errors.Is(err, chunk.ErrNotFound) and
-// errors.Is(err, dynashard.ErrNotFound) are the same test), and
-// [RetryForFanOut], the SDK retry setting for clients that fan out.
+// errors.Is(err, dynashard.ErrNotFound) are the same test),
+// [RetryForFanOut], the SDK retry setting for clients that fan out, and
+// [Usage] with [WithUsage], what any call of any package cost as DynamoDB
+// reports it.
+//
+// Traces and metrics: every package reads the smithy-go TracerProvider
+// and MeterProvider of the *dynamodb.Client it is given (its Options), so
+// setting them once on the SDK client gives a span per logical call
+// (dynashard.<package>.<Method>, with the SDK's per-request spans as its
+// children) and dynashard's metrics; with none set, and no Usage in the
+// context, nothing is asked of DynamoDB and nothing allocated. See the
+// README's "Observability" and examples/observability.
 package dynashard
 
 import (
