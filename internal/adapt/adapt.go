@@ -27,7 +27,6 @@ import (
 	"math"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/dynashard/dynashard/internal/backoff"
@@ -205,18 +204,11 @@ func (l *Limiter) Stats() Stats {
 // hides a throttle it overcame, so without md a fan-out would only learn
 // of throttling once the retries are spent.
 func Observe(md middleware.Metadata, err error) Signal {
-	if err != nil {
-		if backoff.IsThrottle(err) {
-			return Throttled
-		}
+	switch {
+	case backoff.ThrottledAttempts(md, err) > 0:
+		return Throttled
+	case err != nil:
 		return Neutral
-	}
-	if attempts, ok := retry.GetAttemptResults(md); ok {
-		for _, a := range attempts.Results {
-			if backoff.IsThrottle(a.Err) {
-				return Throttled
-			}
-		}
 	}
 	return Success
 }

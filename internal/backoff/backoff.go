@@ -5,11 +5,13 @@ package backoff
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go/middleware"
 )
 
 var throttles = retry.IsErrorThrottles(retry.DefaultThrottles)
@@ -19,6 +21,33 @@ var throttles = retry.IsErrorThrottles(retry.DefaultThrottles)
 // ThrottlingException, RequestLimitExceeded and the like), wrapped or not.
 func IsThrottle(err error) bool {
 	return err != nil && throttles.IsErrorThrottle(err) == aws.TrueTernary
+}
+
+// ThrottledAttempts counts the attempts of one SDK call that met
+// throttling: for an answered call, those the SDK's retryer recorded in md
+// (its ResultMetadata; the retryer hides a throttle it overcame); for a
+// call that failed with a throttle, all its attempts (the retryer stops
+// early on no other kind), else none.
+func ThrottledAttempts(md middleware.Metadata, err error) int {
+	if err != nil {
+		if !IsThrottle(err) {
+			return 0
+		}
+		var maxed *retry.MaxAttemptsError
+		if errors.As(err, &maxed) && maxed.Attempt > 0 {
+			return maxed.Attempt
+		}
+		return 1
+	}
+	n := 0
+	if attempts, ok := retry.GetAttemptResults(md); ok {
+		for _, a := range attempts.Results {
+			if IsThrottle(a.Err) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Cap returns min(max, base·2^attempt) without overflowing.

@@ -3,9 +3,12 @@ package observe
 import (
 	"context"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dynashard/dynashard/internal/backoff"
 )
 
 // Op is an SDK client method, e.g. client.Query.
@@ -28,7 +31,7 @@ func Do[I, O any](ctx context.Context, op Op[I, O], in *I, optFns ...func(*dynam
 	if out != nil {
 		md = report(out, &s)
 	}
-	s.throttled = throttledAttempts(md, err)
+	s.throttled = int64(backoff.ThrottledAttempts(md, err))
 	st.record(ctx, &s)
 	return out, err
 }
@@ -75,21 +78,21 @@ func ask(in any) (read bool) {
 func tableOf(in any) string {
 	switch in := in.(type) {
 	case *dynamodb.GetItemInput:
-		return deref(in.TableName)
+		return aws.ToString(in.TableName)
 	case *dynamodb.QueryInput:
-		return deref(in.TableName)
+		return aws.ToString(in.TableName)
 	case *dynamodb.ScanInput:
-		return deref(in.TableName)
+		return aws.ToString(in.TableName)
 	case *dynamodb.PutItemInput:
-		return deref(in.TableName)
+		return aws.ToString(in.TableName)
 	case *dynamodb.UpdateItemInput:
-		return deref(in.TableName)
+		return aws.ToString(in.TableName)
 	case *dynamodb.DeleteItemInput:
-		return deref(in.TableName)
+		return aws.ToString(in.TableName)
 	case *dynamodb.DescribeTableInput:
-		return deref(in.TableName)
+		return aws.ToString(in.TableName)
 	case *dynamodb.CreateTableInput:
-		return deref(in.TableName)
+		return aws.ToString(in.TableName)
 	case *dynamodb.BatchWriteItemInput:
 		return only(in.RequestItems)
 	case *dynamodb.BatchGetItemInput:

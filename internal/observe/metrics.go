@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/metrics"
 )
 
@@ -104,7 +105,7 @@ func (s *Scope) request(ctx context.Context, smp *sample) {
 	}
 	for _, cc := range smp.capacity {
 		c := units(cc.CapacityUnits, cc.ReadCapacityUnits, cc.WriteCapacityUnits, smp.read)
-		t := deref(cc.TableName)
+		t := aws.ToString(cc.TableName)
 		if c.Read > 0 {
 			s.m.capacity.Add(ctx, c.Read, props(AttrTable, t, AttrKind, "read"))
 		}

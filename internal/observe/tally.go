@@ -12,15 +12,11 @@
 package observe
 
 import (
-	"errors"
 	"maps"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
-
-	"github.com/dynashard/dynashard/internal/backoff"
 )
 
 // Capacity is read and write capacity units.
@@ -94,7 +90,7 @@ func (t *Tally) add(s *sample) {
 	t.throttled += s.throttled
 	t.unprocessed += s.unproc
 	for _, cc := range s.capacity {
-		name := deref(cc.TableName)
+		name := aws.ToString(cc.TableName)
 		if name == "" {
 			continue
 		}
@@ -125,44 +121,10 @@ func (t *Tally) add(s *sample) {
 // kind.
 func units(total, read, write *float64, isRead bool) Capacity {
 	if read != nil || write != nil {
-		return Capacity{Read: deref(read), Write: deref(write)}
+		return Capacity{Read: aws.ToFloat64(read), Write: aws.ToFloat64(write)}
 	}
 	if isRead {
-		return Capacity{Read: deref(total)}
+		return Capacity{Read: aws.ToFloat64(total)}
 	}
-	return Capacity{Write: deref(total)}
-}
-
-// throttledAttempts counts the attempts of one SDK call that met
-// throttling: those the retryer recorded in md for an answered call; for
-// a failed call, its attempts if it failed with a throttle (the retryer
-// stops early on no other kind), else none.
-func throttledAttempts(md middleware.Metadata, err error) int64 {
-	if err != nil {
-		if !backoff.IsThrottle(err) {
-			return 0
-		}
-		var maxed *retry.MaxAttemptsError
-		if errors.As(err, &maxed) && maxed.Attempt > 0 {
-			return int64(maxed.Attempt)
-		}
-		return 1
-	}
-	var n int64
-	if attempts, ok := retry.GetAttemptResults(md); ok {
-		for _, a := range attempts.Results {
-			if backoff.IsThrottle(a.Err) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
+	return Capacity{Write: aws.ToFloat64(total)}
 }
