@@ -2,8 +2,7 @@ package scatter
 
 import (
 	"context"
-
-	"golang.org/x/sync/errgroup"
+	"sync"
 
 	"github.com/dynashard/dynashard/internal/adapt"
 	"github.com/dynashard/dynashard/internal/panics"
@@ -15,9 +14,11 @@ import (
 // and gives its slot back with what the request saw, starts queued
 // requests while the limiter admits them. Only the merging goroutine calls
 // send and receive, so a throttled round shrinks the limit before the
-// next request starts.
+// next request starts. A request goroutine is started by a go statement of
+// a method with arguments: one allocation per request, where a closure
+// handed to a group's Go costs two.
 type fanout struct {
-	g           errgroup.Group
+	wg          sync.WaitGroup
 	lim         *adapt.Limiter
 	cut         func(limit int)      // called by receive when a result cut the limit
 	do          func(request) result // run in a request goroutine
@@ -35,20 +36,23 @@ func (f *fanout) send(req request) {
 	f.outstanding++
 	if len(f.queue) == 0 {
 		if t, ok := f.lim.TryAcquire(); ok {
-			f.g.Go(f.task(req, t))
+			f.start(req, t)
 			return
 		}
 	}
 	f.queue = append(f.queue, req)
 }
 
-func (f *fanout) task(req request, t adapt.Ticket) func() error {
-	return func() error {
-		res := f.safely(req)
-		res.ticket = t
-		f.results <- res
-		return nil
-	}
+func (f *fanout) start(req request, t adapt.Ticket) {
+	f.wg.Add(1)
+	go f.task(req, t)
+}
+
+func (f *fanout) task(req request, t adapt.Ticket) {
+	defer f.wg.Done()
+	res := f.safely(req)
+	res.ticket = t
+	f.results <- res
 }
 
 // safely runs do, turning a panic (in the client) into a result that
@@ -75,7 +79,7 @@ func (f *fanout) receive(ctx context.Context) (result, error) {
 			}
 			req := f.queue[0]
 			f.queue = f.queue[1:]
-			f.g.Go(f.task(req, t))
+			f.start(req, t)
 		}
 		return res, nil
 	case <-ctx.Done():
@@ -86,7 +90,7 @@ func (f *fanout) receive(ctx context.Context) (result, error) {
 // wait waits for every request goroutine; cancel their context first.
 func (f *fanout) wait() {
 	f.queue = nil
-	f.g.Wait()
+	f.wg.Wait()
 }
 
 // limiter returns the limiter of a call that may keep up to ceiling

@@ -2,6 +2,7 @@ package scatter
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/dynashard/dynashard/internal/keyorder"
 )
@@ -27,20 +28,22 @@ func newMerger(p *plan) merger {
 // ordinal of the shard with the smallest head; tree[i] for i ≥ 1 is the
 // loser of the match at internal node i, whose children are 2i and 2i+1;
 // shard j is the leaf N+j. The matches compare heads, a dense copy of each
-// shard's head key (parsed by the request goroutine), so that a replay
-// touches N small entries and no shard state or page.
+// shard's head key's prefix words (parsed by the request goroutine), so
+// that a replay touches N small entries and no shard state or page.
 type ordered struct {
 	desc   bool
 	skAttr string
+	shards []shardState // the run's, for ties
 	tree   []int32
 	heads  []head
 	dirty  bool          // tree[0] was taken from and needs its next head
 	kind   keyorder.Kind // of the sort keys seen; 0 before the first
 }
 
-// head is a shard's current item's sort key, if it has a current item.
+// head is a shard's current item's sort-key prefix, complemented when
+// descending so that every match compares upward, if it has a current item.
 type head struct {
-	key keyorder.Key // zero without a sort key: all equal, suffix decides
+	w   [3]uint64 // zero without a sort key: all equal, suffix decides
 	has bool
 }
 
@@ -48,6 +51,7 @@ func (o *ordered) arrived(*shardState) {}
 
 func (o *ordered) next(r *run) (*shardState, error) {
 	if o.tree == nil {
+		o.shards = r.shards
 		o.heads = make([]head, len(r.shards))
 		for i := range r.shards {
 			if err := o.refresh(r, &r.shards[i]); err != nil {
@@ -79,18 +83,29 @@ func (o *ordered) refresh(r *run, sh *shardState) error {
 		err = o.headKey(r, sh, h)
 	}
 	h.has = ok && err == nil
+	if !h.has {
+		h.w = none
+	}
 	return err
 }
 
+// none is the head words of a shard without a head: it loses every match
+// its words decide.
+var none = [3]uint64{math.MaxUint64, math.MaxUint64, math.MaxUint64}
+
 // headKey makes the shard's current item's key its head key.
 func (o *ordered) headKey(r *run, sh *shardState, h *head) error {
-	k := &sh.keys[sh.i]
-	if o.kind == 0 {
-		o.kind = k.Kind()
-	} else if k.Kind() != o.kind {
-		return r.shardErr(sh.ord, fmt.Errorf("scatter: sort key %q is %c, other shards have %c", o.skAttr, k.Kind(), o.kind))
+	if sh.kind != o.kind {
+		if o.kind != 0 {
+			return r.shardErr(sh.ord, fmt.Errorf("scatter: sort key %q is %c, other shards have %c", o.skAttr, sh.kind, o.kind))
+		}
+		o.kind = sh.kind
 	}
-	h.key = *k
+	w := sh.words[sh.i]
+	if o.desc {
+		w = [3]uint64{^w[0], ^w[1], ^w[2]}
+	}
+	h.w = w
 	return nil
 }
 
@@ -112,32 +127,72 @@ func (o *ordered) build() {
 }
 
 // replay re-runs the matches on the path of shard w, whose head changed.
+// Which of two heads wins is as good as random, so a branch on it would be
+// mispredicted half the time: the loop compares the words in place and
+// swaps winner and loser with masks instead.
 func (o *ordered) replay(w int32) {
-	t := o.tree
+	t, heads := o.tree, o.heads
 	for i := (len(t) + int(w)) / 2; i >= 1; i /= 2 {
-		if o.less(t[i], w) {
-			t[i], w = w, t[i]
+		l := t[i]
+		hl, hw := &heads[l], &heads[w]
+		var won bool // l beats w
+		switch {
+		case hl.w[0] != hw.w[0]:
+			won = hl.w[0] < hw.w[0]
+		case hl.w[1] != hw.w[1]:
+			won = hl.w[1] < hw.w[1]
+		case hl.w[2] != hw.w[2]:
+			won = hl.w[2] < hw.w[2]
+		default:
+			won = o.tie(hl, hw, l, w)
 		}
+		swap := (l ^ w) & -b2i(won)
+		t[i], w = l^swap, w^swap
 	}
 	t[0] = w
 }
 
-// less orders shards by their head items: sort key, then suffix, both
-// reversed when descending (so a descending result is the reverse of the
-// ascending one); a shard without a head sorts last.
-func (o *ordered) less(a, b int32) bool {
-	ha, hb := &o.heads[a], &o.heads[b]
-	if !ha.has {
-		return false
+func b2i(b bool) int32 {
+	if b {
+		return 1
 	}
-	if !hb.has {
-		return true
+	return 0
+}
+
+// less orders shards by their head items (see beats).
+func (o *ordered) less(a, b int32) bool { return o.beats(&o.heads[a], &o.heads[b], a, b) }
+
+// beats reports whether shard a's head, ha, comes before shard b's, hb:
+// by sort key, then suffix, both reversed when descending (so a descending
+// result is the reverse of the ascending one); a shard without a head
+// sorts last. The prefix words decide almost every match without reading
+// an item; a shard without a head has the greatest words (see refresh).
+func (o *ordered) beats(ha, hb *head, a, b int32) bool {
+	if ha.w[0] != hb.w[0] {
+		return ha.w[0] < hb.w[0]
+	}
+	if ha.w[1] != hb.w[1] {
+		return ha.w[1] < hb.w[1]
+	}
+	if ha.w[2] != hb.w[2] {
+		return ha.w[2] < hb.w[2]
+	}
+	return o.tie(ha, hb, a, b)
+}
+
+// tie orders two shards whose heads have equal prefix words: one without
+// a head last, else by the whole keys, read from the items (they parsed
+// once already), then by suffix.
+func (o *ordered) tie(ha, hb *head, a, b int32) bool {
+	if !ha.has || !hb.has {
+		return ha.has
 	}
 	c := 0
 	if o.skAttr != "" {
-		// Keys hold their order-preserving prefix words, so this rarely
-		// reads the items themselves.
-		c = ha.key.Compare(&hb.key)
+		sa, sb := &o.shards[a], &o.shards[b]
+		ka, _ := keyorder.Parse(sa.items[sa.i][o.skAttr])
+		kb, _ := keyorder.Parse(sb.items[sb.i][o.skAttr])
+		c = ka.Compare(&kb)
 	}
 	if c == 0 {
 		c = int(a - b)

@@ -91,15 +91,15 @@ func mergeAll(b *testing.B, p *plan, data [][][]map[string]types.AttributeValue)
 		}
 		next[sh.ord]++
 		// The request goroutine's share, counted here: the page copied into
-		// the shard's spare space and its keys parsed.
+		// the shard's spare space and its keys' prefixes parsed.
 		buf := sh.spare
 		sh.spare = page{}
 		items := append(buf.items[:0], pages[i]...)
-		keys, err := parseKeys(buf.keys, items, "sk")
+		words, kind, err := prefixes(buf.words, items, nil, "sk")
 		if err != nil {
 			b.Fatal(err)
 		}
-		res := &result{ord: sh.ord, items: items, keys: keys}
+		res := &result{ord: sh.ord, items: items, words: words, kind: kind}
 		if i+1 < len(pages) {
 			res.lek = pages[i][len(pages[i])-1] // stands in for LastEvaluatedKey
 		}
