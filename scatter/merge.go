@@ -78,7 +78,10 @@ func (o *ordered) next(r *run) (*shardState, error) {
 // refresh finds the shard's head item and its key.
 func (o *ordered) refresh(r *run, sh *shardState) error {
 	h := &o.heads[sh.ord]
-	ok, err := r.head(sh)
+	ok, err := sh.i < len(sh.items), error(nil) // most often the page has more
+	if !ok {
+		ok, err = r.head(sh)
+	}
 	if ok && err == nil && o.skAttr != "" {
 		err = o.headKey(r, sh, h)
 	}
