@@ -33,9 +33,11 @@ func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)
 		var p *plan
 		n, err := 0, error(nil)
 		defer func() { s.end(ctx, call, p, n, err) }()
+		refreshed := func() {}
 		if p, err = s.plan(ctx, base, optFns); err == nil {
-			err = s.checkLayout(ctx, p)
+			refreshed, err = s.checkLayout(ctx, p)
 		}
+		defer refreshed()
 		if err != nil {
 			yield(Item{}, err)
 			return
@@ -102,7 +104,9 @@ func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor
 			return nil, "", err
 		}
 	}
-	if err := s.checkLayout(ctx, p); err != nil {
+	refreshed, err := s.checkLayout(ctx, p)
+	defer refreshed()
+	if err != nil {
 		return nil, "", err
 	}
 	if from, err = from.fit(p); err != nil {
@@ -149,7 +153,9 @@ func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Option
 	if p, err = s.plan(ctx, base, optFns); err != nil {
 		return 0, err
 	}
-	if err := s.checkLayout(ctx, p); err != nil {
+	refreshed, err := s.checkLayout(ctx, p)
+	defer refreshed()
+	if err != nil {
 		return 0, err
 	}
 	if q, ok := p.countKeys(); ok {

@@ -63,10 +63,14 @@
 // silently reading the wrong physical keys, and sends no Query or
 // BatchGetItem; a Scatter built with another N reads the base at its own
 // recorded history. The check costs one strongly consistent GetItem (one
-// read unit) per base per client per shard.Layout.HistoryTTL (10 s by
-// default): a match is cached with the base's history that long, and
-// under Options.ConsistentRead the record is read on every call, so that a
-// Reshard made by another process is seen at once. A base without a
+// read unit) per base and process per shard.Layout.HistoryTTL (10 s by
+// default): a match is cached with the base's history that long. A call
+// that finds the cached copy past half that age uses it and reads the
+// record again beside its own requests (the call waits for that read
+// before it returns), so a base read at least every HistoryTTL / 2 never
+// waits for its record, for one GetItem per HistoryTTL / 2. Under
+// Options.ConsistentRead the record is read on every call, before its
+// requests, so that a Reshard made by another process is seen at once. A base without a
 // record (written by other code) is read as is at the layout's N, and
 // pays that GetItem on every call. A layout with Unchecked set sends no
 // GetItem at all and is trusted, at its own N; index layouts are always
@@ -142,7 +146,7 @@
 // # What a page costs
 //
 // An exact page reads every shard: a Page is N Queries (plus the layout
-// check's read once per HistoryTTL), and DynamoDB charges each Query at
+// check's read about once per HistoryTTL / 2), and DynamoDB charges each Query at
 // least half a read unit (one with ConsistentRead), whatever it returns.
 // So a page of 50 small items costs at least N/2 read units, where one
 // Query of an unsharded key costs about 0.5 (at N = 200, 100 or more:

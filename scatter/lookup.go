@@ -42,7 +42,9 @@ func (s *Scatter) Lookup(ctx context.Context, base string, sortKey types.Attribu
 	if err := checkLookup(p, sortKey); err != nil {
 		return nil, err
 	}
-	if err := s.checkLayout(ctx, p); err != nil {
+	refreshed, err := s.checkLayout(ctx, p)
+	defer refreshed()
+	if err != nil {
 		return nil, err
 	}
 	l, o := p.l, p.o

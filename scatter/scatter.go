@@ -17,6 +17,7 @@ import (
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/history"
 	"github.com/dynashard/dynashard/internal/observe"
+	"github.com/dynashard/dynashard/internal/panics"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -226,16 +227,38 @@ func (s *Scatter) plan(ctx context.Context, base string, optFns []func(*Options)
 // history. Under ConsistentRead the record is read again rather than
 // taken from the cache, so that a Reshard made by another process is seen
 // at once. A *shard.LayoutError is returned as is.
-func (s *Scatter) checkLayout(ctx context.Context, p *plan) error {
+//
+// A history from a cache entry past half its HistoryTTL is used (it is
+// within the bound) and read again beside the call's Queries, so that a
+// base read at least that often never waits for its record: the call
+// must call done, in its own goroutine, before it returns; done waits for
+// that read (which the call's ctx bounds) and raises a panic of the
+// client's there.
+func (s *Scatter) checkLayout(ctx context.Context, p *plan) (done func(), err error) {
 	l := s.layout
 	if p.o.ConsistentRead {
 		l.HistoryTTL = -1
 	}
-	h, err := history.Shards(ctx, s.c, l, p.base)
+	h, due, err := history.Shards(ctx, s.c, l, p.base)
 	if err != nil {
-		return err
+		return func() {}, err
 	}
-	return p.widen(h)
+	if err := p.widen(h); err != nil {
+		return func() {}, err
+	}
+	if !due {
+		return func() {}, nil
+	}
+	var refreshed sync.WaitGroup
+	var panicked error
+	refreshed.Go(func() {
+		defer panics.Recover(&panicked)
+		_ = history.Refresh(ctx, s.c, l, p.base) // on failure the next call reads it
+	})
+	return func() {
+		refreshed.Wait()
+		panics.Raise(panicked)
+	}, nil
 }
 
 // Stats counts the work a Scatter has done since New. The zero value is

@@ -122,7 +122,8 @@
 // hidden attribute. Transactions need a server that has them:
 // on dynalite, Reshard fails with [ErrNoTransactions] before changing
 // anything, and every other operation works on a base whose history has
-// one count. Each process reads a base's record once per HistoryTTL.
+// one count. Each process reads a base's record once per HistoryTTL
+// (package scatter reads it again ahead, once past HistoryTTL / 2).
 //
 // What stays outside the guarantee: a plain (non-transactional) write
 // that the SDK retries after an attempt that was applied but whose answer

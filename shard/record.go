@@ -100,8 +100,16 @@ func (e *LayoutError) Error() string {
 func (e *LayoutError) Is(target error) bool { return target == ErrLayoutMismatch }
 
 func init() {
-	history.Shards = func(ctx context.Context, c history.Reader, layout any, base string) ([]int, error) {
-		return layout.(Layout).shardsOf(ctx, c, base)
+	history.Shards = func(ctx context.Context, c history.Reader, layout any, base string) ([]int, bool, error) {
+		l := layout.(Layout)
+		ttl := l.historyTTL()
+		v, err := l.history(ctx, c, base, ttl)
+		due := err == nil && !l.Unchecked && ttl > 0 && time.Since(v.at) >= ttl/2
+		return v.shards, due, err
+	}
+	history.Refresh = func(ctx context.Context, c history.Reader, layout any, base string) error {
+		_, err := layout.(Layout).history(ctx, c, base, 0)
+		return err
 	}
 	history.Record = func(ctx context.Context, c history.Writer, layout any, base string) error {
 		l := layout.(Layout)

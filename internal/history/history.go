@@ -30,8 +30,13 @@ type Writer interface {
 
 // Package shard sets both at init; layout is a shard.Layout.
 var (
-	// Shards is shard.Table.Shards for the layout, through c.
-	Shards func(ctx context.Context, c Reader, layout any, base string) ([]int, error)
+	// Shards is shard.Table.Shards for the layout, through c. due reports
+	// that the history came from a cache entry past half the layout's
+	// HistoryTTL: the caller may then Refresh it beside its own requests,
+	// so that a base read at least that often never waits for its record.
+	Shards func(ctx context.Context, c Reader, layout any, base string) (h []int, due bool, err error)
+	// Refresh reads base's record again into the cache.
+	Refresh func(ctx context.Context, c Reader, layout any, base string) error
 	// Record checks layout against base's record, writing the record if
 	// the base has none, as a Table's first write does.
 	Record func(ctx context.Context, c Writer, layout any, base string) error
