@@ -190,7 +190,8 @@ func (b *bencher) merge(ctx context.Context) (*section, error) {
 			"*collect and sort*: scatter.All with Unordered, then a stable sort of every item by sort key "+
 			"(internal/keyorder, parsed once per item). *no order*: scatter.All with Unordered alone, the fan-out's cost "+
 			"without any ordering; *over no order* is what ordering adds to it per item. Each method's first run checks the order and count "+
-			"of every item, untimed; the timed runs, at least %s per method, only count them. cpu-ns counts every thread of the process (the garbage "+
+			"of every item, untimed; the timed runs only count them, the methods taking turns in a shuffled order "+
+			"for at least %s per method on average. cpu-ns counts every thread of the process (the garbage "+
 			"collector's too) and, on a shared machine, is the fairer figure: wall time there includes waiting for a core.",
 		c.mergeShards, c.mergeItems, total, mergePage, max(256, 32768/c.mergeShards), c.mergeShards, mergePage, c.mergeTime))
 	t := sec.table("method", "ns/item", "cpu-ns/item", "cpu-ns/item over no order", "allocs/item", "bytes/item", "runs")
@@ -250,42 +251,65 @@ func (b *bencher) merge(ctx context.Context) (*section, error) {
 			return count(sc.All(ctx, base, unordered))
 		}},
 	}
-	cpu := make([]float64, len(methods))
-	var heapNs, sortNs float64
-	for mi, m := range methods {
-		b.prog.status(m.name)
+	// The methods take turns, in an order shuffled each round, so that
+	// drift in the machine's speed or one method's garbage shows in every
+	// method's figures alike. (A collection before each run would empty
+	// the runtime's pools and count their refilling as the run's.)
+	type sum struct {
+		wall, cpu        time.Duration
+		mallocs, alloced uint64
+		runs             int
+	}
+	totals := make([]sum, len(methods))
+	for _, m := range methods {
+		b.prog.status(m.name + ": checking")
 		if n, err := m.run(ctx, true); err != nil || n != total {
 			return sec, fmt.Errorf("%s: %d items (want %d), %v", m.name, n, total, err)
 		}
-		var m0, m1 runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&m0)
-		s0 := sampleCPU()
-		runs := 0
-		for runs == 0 || time.Since(s0.at) < c.mergeTime {
+	}
+	order := rand.New(rand.NewPCG(3, 4))
+	runtime.GC()
+	for start := time.Now(); totals[0].runs == 0 || time.Since(start) < time.Duration(len(methods))*c.mergeTime; {
+		for _, mi := range order.Perm(len(methods)) {
+			m := methods[mi]
+			b.prog.status(m.name)
+			// Sampling the CPU allocates: outside the count of allocations.
+			var m0, m1 runtime.MemStats
+			s0 := sampleCPU()
+			runtime.ReadMemStats(&m0)
 			n, err := m.run(ctx, false)
+			runtime.ReadMemStats(&m1)
+			s1 := sampleCPU()
 			if err != nil {
 				return sec, fmt.Errorf("%s: %w", m.name, err)
 			}
 			if n != total {
 				return sec, fmt.Errorf("%s: %d items, want %d", m.name, n, total)
 			}
-			runs++
+			t := &totals[mi]
+			t.wall += s1.at.Sub(s0.at)
+			t.cpu += s1.self - s0.self
+			t.mallocs += m1.Mallocs - m0.Mallocs
+			t.alloced += m1.TotalAlloc - m0.TotalAlloc
+			t.runs++
 		}
-		s1 := sampleCPU()
-		runtime.ReadMemStats(&m1)
-		items := float64(runs * total)
-		wall := float64(s1.at.Sub(s0.at).Nanoseconds()) / items
-		cpu[mi] = float64((s1.self - s0.self).Nanoseconds()) / items
-		switch m.name {
-		case methods[0].name:
+	}
+	cpu := make([]float64, len(methods))
+	var heapNs, sortNs float64
+	for mi, m := range methods {
+		t := totals[mi]
+		items := float64(t.runs * total)
+		wall := float64(t.wall.Nanoseconds()) / items
+		cpu[mi] = float64(t.cpu.Nanoseconds()) / items
+		switch mi {
+		case 0:
 			heapNs = wall
-		case methods[2].name:
+		case 2:
 			sortNs = wall
 		}
 		rows = append(rows, []string{m.name, fmt.Sprintf("%.0f", wall), fmt.Sprintf("%.0f", cpu[mi]), "",
-			fmt.Sprintf("%.3f", float64(m1.Mallocs-m0.Mallocs)/items), fmt.Sprintf("%.0f", float64(m1.TotalAlloc-m0.TotalAlloc)/items),
-			fmt.Sprint(runs)})
+			fmt.Sprintf("%.3f", float64(t.mallocs)/items), fmt.Sprintf("%.0f", float64(t.alloced)/items),
+			fmt.Sprint(t.runs)})
 	}
 	// What ordering costs: each method's CPU over the unordered fan-out's,
 	// which reads the same pages and returns the same items.

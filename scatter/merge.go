@@ -104,11 +104,13 @@ func (o *ordered) headKey(r *run, sh *shardState, h *head) error {
 		}
 		o.kind = sh.kind
 	}
-	w := sh.words[sh.i]
+	// Word by word: a whole-array copy goes through the stack.
+	w := &sh.words[sh.i]
 	if o.desc {
-		w = [3]uint64{^w[0], ^w[1], ^w[2]}
+		h.w[0], h.w[1], h.w[2] = ^w[0], ^w[1], ^w[2]
+	} else {
+		h.w[0], h.w[1], h.w[2] = w[0], w[1], w[2]
 	}
-	h.w = w
 	return nil
 }
 

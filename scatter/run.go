@@ -220,7 +220,7 @@ func prefixes(buf [][3]uint64, items []map[string]types.AttributeValue, keys []k
 				return nil, 0, fmt.Errorf("scatter: item has no sort key attribute %q", attr)
 			}
 			var err error
-			if k, words[i], err = keyorder.ParsePrefix(v); err != nil {
+			if k, err = keyorder.ParsePrefix(v, &words[i]); err != nil {
 				return nil, 0, fmt.Errorf("scatter: sort key %q: %w", attr, err)
 			}
 		}

@@ -383,3 +383,36 @@ func commonPrefix(a, b []byte) []byte {
 	}
 	return a[:i]
 }
+
+// FuzzParsePrefix: ParsePrefix writes the Key's kind and prefix words, for
+// S and B values short and long, and unequal prefixes never contradict
+// the byte order (as the merge relies on).
+func FuzzParsePrefix(f *testing.F) {
+	f.Add([]byte("2014-07-09T12:00:00.000Z#000001"), []byte("2014-07-09T12:00:00.000Z#000002"))
+	f.Add([]byte("a"), []byte("a\x00"))
+	f.Add(make([]byte, 23), make([]byte, 24))
+	var w [3]uint64
+	if k, err := ParsePrefix(num("12.5"), &w); k != N || err != nil {
+		f.Errorf("ParsePrefix(N 12.5) = %c, %v", k, err)
+	}
+	if _, err := ParsePrefix(&types.AttributeValueMemberBOOL{Value: true}, &w); !errors.Is(err, ErrUnordered) {
+		f.Errorf("ParsePrefix(BOOL) error %v, want ErrUnordered", err)
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		for _, kind := range []func([]byte) types.AttributeValue{
+			func(v []byte) types.AttributeValue { return str(string(v)) },
+			func(v []byte) types.AttributeValue { return bin(v...) },
+		} {
+			ka, errA := Parse(kind(a))
+			var wa, wb [3]uint64
+			k, err := ParsePrefix(kind(a), &wa)
+			if k != ka.Kind() || wa != ka.Prefix() || (err == nil) != (errA == nil) {
+				t.Fatalf("ParsePrefix(%q) = %c %x %v, Parse gives %c %x %v", a, k, wa, err, ka.Kind(), ka.Prefix(), errA)
+			}
+			ParsePrefix(kind(b), &wb)
+			if c := bytes.Compare(a, b); wa != wb && (c < 0) != (slices.Compare(wa[:], wb[:]) < 0) {
+				t.Fatalf("%q vs %q: prefixes %x, %x against the byte order %d", a, b, wa, wb, c)
+			}
+		}
+	})
+}
