@@ -70,11 +70,8 @@ func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Opt
 	ctx, call := t.begin(ctx, "shard.Get", base)
 	defer func() { call.End(ctx, err) }()
 	var zero T
-	o, err := t.options(ctx, optFns)
+	o, err := t.itemOptions(ctx, base, id, optFns)
 	if err != nil {
-		return zero, err
-	}
-	if err := t.check(base, id); err != nil {
 		return zero, err
 	}
 	v, err := t.readView(ctx, base, o.ConsistentRead)
@@ -138,11 +135,8 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 	ctx, call := t.begin(ctx, "shard.Update", base)
 	defer func() { call.End(ctx, err) }()
 	var zero T
-	o, err := t.options(ctx, optFns)
+	o, err := t.itemOptions(ctx, base, id, optFns)
 	if err != nil {
-		return zero, err
-	}
-	if err := t.check(base, id); err != nil {
 		return zero, err
 	}
 	e, _, err := expr(o.Condition, &update)
@@ -206,11 +200,8 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*Options)) (err error) {
 	ctx, call := t.begin(ctx, "shard.Delete", base)
 	defer func() { call.End(ctx, err) }()
-	o, err := t.options(ctx, optFns)
+	o, err := t.itemOptions(ctx, base, id, optFns)
 	if err != nil {
-		return err
-	}
-	if err := t.check(base, id); err != nil {
 		return err
 	}
 	c, err := t.condition(base, id, o)

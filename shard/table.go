@@ -189,6 +189,16 @@ func (t *Table[T]) options(ctx context.Context, optFns []func(*Options)) (Option
 	return o, nil
 }
 
+// itemOptions is options for a call on one item: then base and id are
+// checked too.
+func (t *Table[T]) itemOptions(ctx context.Context, base, id string, optFns []func(*Options)) (Options, error) {
+	o, err := t.options(ctx, optFns)
+	if err != nil {
+		return o, err
+	}
+	return o, t.check(base, id)
+}
+
 func (t *Table[T]) itemErr(base, id string, err error) error {
 	return &ItemError{Table: t.l.Table, Base: base, ID: id, Err: err}
 }
