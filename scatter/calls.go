@@ -33,11 +33,11 @@ func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)
 		var p *plan
 		n, err := 0, error(nil)
 		defer func() { s.end(ctx, call, p, n, err) }()
-		refreshed := func() {}
+		refreshed, broke := func(bool) {}, false
 		if p, err = s.plan(ctx, base, optFns); err == nil {
 			refreshed, err = s.checkLayout(ctx, p)
 		}
-		defer refreshed()
+		defer func() { refreshed(broke) }()
 		if err != nil {
 			yield(Item{}, err)
 			return
@@ -56,6 +56,7 @@ func (s *Scatter) All(ctx context.Context, base string, optFns ...func(*Options)
 			}
 			n++
 			if !yield(it, nil) {
+				broke = true
 				return
 			}
 		}
@@ -105,7 +106,7 @@ func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor
 		}
 	}
 	refreshed, err := s.checkLayout(ctx, p)
-	defer refreshed()
+	defer refreshed(false)
 	if err != nil {
 		return nil, "", err
 	}
@@ -154,7 +155,7 @@ func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Option
 		return 0, err
 	}
 	refreshed, err := s.checkLayout(ctx, p)
-	defer refreshed()
+	defer refreshed(false)
 	if err != nil {
 		return 0, err
 	}

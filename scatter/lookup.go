@@ -43,7 +43,7 @@ func (s *Scatter) Lookup(ctx context.Context, base string, sortKey types.Attribu
 		return nil, err
 	}
 	refreshed, err := s.checkLayout(ctx, p)
-	defer refreshed()
+	defer refreshed(false)
 	if err != nil {
 		return nil, err
 	}

@@ -232,31 +232,38 @@ func (s *Scatter) plan(ctx context.Context, base string, optFns []func(*Options)
 // within the bound) and read again beside the call's Queries, so that a
 // base read at least that often never waits for its record: the call
 // must call done, in its own goroutine, before it returns; done waits for
-// that read (which the call's ctx bounds) and raises a panic of the
+// that read (which the call's ctx bounds, and done cancels first if
+// abandon is set: the caller stopped early) and raises a panic of the
 // client's there.
-func (s *Scatter) checkLayout(ctx context.Context, p *plan) (done func(), err error) {
+func (s *Scatter) checkLayout(ctx context.Context, p *plan) (done func(abandon bool), err error) {
+	none := func(bool) {}
 	l := s.layout
 	if p.o.ConsistentRead {
 		l.HistoryTTL = -1
 	}
 	h, due, err := history.Shards(ctx, s.c, l, p.base)
 	if err != nil {
-		return func() {}, err
+		return none, err
 	}
 	if err := p.widen(h); err != nil {
-		return func() {}, err
+		return none, err
 	}
 	if !due {
-		return func() {}, nil
+		return none, nil
 	}
+	rctx, cancel := context.WithCancel(ctx)
 	var refreshed sync.WaitGroup
 	var panicked error
 	refreshed.Go(func() {
 		defer panics.Recover(&panicked)
-		_ = history.Refresh(ctx, s.c, l, p.base) // on failure the next call reads it
+		_ = history.Refresh(rctx, s.c, l, p.base) // on failure the next call reads it
 	})
-	return func() {
+	return func(abandon bool) {
+		if abandon {
+			cancel()
+		}
 		refreshed.Wait()
+		cancel()
 		panics.Raise(panicked)
 	}, nil
 }
