@@ -3,6 +3,7 @@ package chunk_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -164,4 +165,55 @@ func ExampleStore_Stat() {
 	}
 	fmt.Println(info.Size, "bytes,", info.Chunks, "chunks")
 	// Output: 28 bytes, 0 chunks
+}
+
+// A Query that lists many parents can resolve each payload from the item
+// it returned: an inline payload costs no further request, a chunked one
+// only its chunks. Delete removes the parent and every chunk.
+func ExampleStore_Resolve() {
+	c, parents, chunks, cleanup := tables()
+	defer cleanup()
+	ctx := context.Background()
+
+	st, err := chunk.New(c, parents, chunks)
+	if err != nil {
+		log.Fatal(err)
+	}
+	forum := &types.AttributeValueMemberS{Value: "DynamoDB"}
+	for i, size := range []int{100, 1_000_000} {
+		key := chunk.Key{PartitionName: "ForumName", Partition: forum,
+			SortName: "Subject", Sort: &types.AttributeValueMemberS{Value: fmt.Sprintf("Thread%d", i)}}
+		if _, err := st.Put(ctx, key, bytes.Repeat([]byte("r"), size)); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	out, err := c.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(parents),
+		KeyConditionExpression:    aws.String("ForumName = :f"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":f": forum},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, item := range out.Items {
+		key := chunk.Key{PartitionName: "ForumName", Partition: forum, SortName: "Subject", Sort: item["Subject"]}
+		data, info, err := st.Resolve(ctx, key, item)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(item["Subject"].(*types.AttributeValueMemberS).Value, len(data), "bytes in", info.Chunks, "chunks")
+		if err := st.Delete(ctx, key); err != nil {
+			log.Fatal(err)
+		}
+		if _, err := st.Stat(ctx, key, func(o *chunk.Options) { o.ConsistentRead = true }); errors.Is(err, chunk.ErrNotFound) {
+			fmt.Println("  deleted")
+		}
+	}
+	// Output:
+	// Thread0 100 bytes in 0 chunks
+	//   deleted
+	// Thread1 1000000 bytes in 3 chunks
+	//   deleted
 }

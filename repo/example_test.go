@@ -84,6 +84,12 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("count:", n)
+
+	if err := orders.Delete(ctx, "2014-07-09", "ORD-3"); err != nil { // one DeleteItem on the computed key
+		log.Fatal(err)
+	}
+	_, err = orders.Get(ctx, "2014-07-09", "ORD-3", func(o *repo.Options) { o.ConsistentRead = true })
+	fmt.Println("ORD-3 after Delete, not found:", errors.Is(err, repo.ErrNotFound))
 	// Output:
 	// got ORD-3 30
 	// page 1: ORD-1
@@ -92,6 +98,7 @@ func Example() {
 	// page 2: ORD-4
 	// page 2: ORD-5
 	// count: 5
+	// ORD-3 after Delete, not found: true
 }
 
 // Put with optimistic locking: each Put stores the next version, and a Put
