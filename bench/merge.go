@@ -41,7 +41,7 @@ type replay struct {
 	at    map[string]map[string]int                    // physical key → sk → index in items
 	mu    sync.Mutex
 	pages map[pageKey]*dynamodb.QueryOutput
-	sink  atomic.Uint64 // what reading the sort keys found, so that the reads stay
+	sink  atomic.Uint64 // what reading the sort keys found, so that the compiler keeps the reads
 }
 
 type pageKey struct {

@@ -94,7 +94,7 @@ func (r *run) fetch(req request) result {
 // page before last, drained), so that a shard allocates key space only
 // while its pages grow.
 func parseKeys(buf []keyorder.Key, items []map[string]types.AttributeValue, attr string) ([]keyorder.Key, error) {
-	keys := grow(buf, len(items))
+	keys := resize(buf, len(items))
 	for i, it := range items {
 		k, err := parseKey(it, attr)
 		if err != nil {
@@ -111,7 +111,7 @@ func parseKeys(buf []keyorder.Key, items []map[string]types.AttributeValue, attr
 // which leaves the merge comparing 24 bytes per item, laid out densely and
 // without pointers, instead of looking keys up in maps spread over memory.
 func prefixes(buf [][3]uint64, items []map[string]types.AttributeValue, keys []keyorder.Key, attr string) ([][3]uint64, keyorder.Kind, error) {
-	words := grow(buf, len(items))
+	words := resize(buf, len(items))
 	var kind keyorder.Kind
 	for i := range items {
 		var k keyorder.Kind
@@ -148,8 +148,8 @@ func parseKey(item map[string]types.AttributeValue, attr string) (keyorder.Key, 
 	return k, nil
 }
 
-// grow returns buf resized to n, reallocated if its capacity is smaller.
-func grow[T any](buf []T, n int) []T {
+// resize returns buf resized to n, reallocated if its capacity is smaller.
+func resize[T any](buf []T, n int) []T {
 	if cap(buf) < n {
 		return make([]T, n)
 	}

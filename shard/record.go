@@ -101,11 +101,7 @@ func (e *LayoutError) Is(target error) bool { return target == ErrLayoutMismatch
 
 func init() {
 	history.Shards = func(ctx context.Context, c history.Reader, layout any, base string) ([]int, bool, error) {
-		l := layout.(Layout)
-		ttl := l.historyTTL()
-		v, err := l.history(ctx, c, base, ttl)
-		due := err == nil && !l.Unchecked && ttl > 0 && time.Since(v.at) >= ttl/2
-		return v.shards, due, err
+		return layout.(Layout).shardsDue(ctx, c, base)
 	}
 	history.Refresh = func(ctx context.Context, c history.Reader, layout any, base string) error {
 		_, err := layout.(Layout).history(ctx, c, base, 0)
@@ -118,11 +114,20 @@ func init() {
 	}
 }
 
-// shardsOf is Table.Shards for any reader of the record: scatter's
-// client too, through internal/history.
+// shardsOf is Table.Shards for any reader of the record.
 func (l Layout) shardsOf(ctx context.Context, c recordReader, base string) ([]int, error) {
-	v, err := l.history(ctx, c, base, l.historyTTL())
-	return v.shards, err
+	h, _, err := l.shardsDue(ctx, c, base)
+	return h, err
+}
+
+// shardsDue is shardsOf reporting too whether the view came from a cache
+// entry past half the HistoryTTL, which scatter, through
+// internal/history, reads again beside its requests.
+func (l Layout) shardsDue(ctx context.Context, c recordReader, base string) ([]int, bool, error) {
+	ttl := l.historyTTL()
+	v, err := l.history(ctx, c, base, ttl)
+	due := err == nil && !l.Unchecked && ttl > 0 && time.Since(v.at) >= ttl/2
+	return v.shards, due, err
 }
 
 // history is shardsOf returning the view, with a bound on the cached
