@@ -264,7 +264,7 @@ func (t *Table[T]) report(ctx context.Context, base string, attempts, throttled 
 		return
 	}
 	n := t.l.N()
-	if v, ok := views.newest(t.l, base); ok {
+	if v, ok := views.newest(databaseOf(ctx, t.c), t.l, base); ok {
 		n = v.writeN()
 		if v.pending { // a grow is under way: count, judge nothing
 			g.mu.Lock()

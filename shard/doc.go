@@ -48,13 +48,14 @@
 // operation linearizable while counts change:
 //
 //   - Views and the fence. Each process caches a base's record (per
-//     process, table and base, whatever client reads it) for at most
-//     [Layout.HistoryTTL], and every request made from a cached view must
-//     be done by the fence: HistoryTTL plus the longest a request may be
-//     in flight, max(HistoryTTL, 1 s). A request still running then is
-//     abandoned with [ErrTooLate] (its outcome unknown, like any request
-//     cut off; Load sends it again under a fresh view). So no process acts
-//     on a record older than the fence.
+//     process, database, table and base, whatever client reads it) for
+//     at most the base's HistoryTTL (see "Across processes"). Every
+//     request made from a cached view must be done by the fence:
+//     HistoryTTL plus the longest a request may be in flight,
+//     max(HistoryTTL, 1 s). A request still running then is abandoned
+//     with [ErrTooLate] (its outcome unknown, like any request cut off;
+//     Load sends it again under a fresh view). So no process acts on a
+//     record older than the fence.
 //   - Two steps. Reshard first records the new count as pending: from
 //     then on every reader covers its suffixes, and writers still write
 //     new items under the old count. Only a fence later (when no process
@@ -74,13 +75,18 @@
 //     So an item has at most one copy, a condition is tested on that copy,
 //     and a write never moves an item. Such writes set the hidden
 //     attribute dynashard:w (16 hex characters) to a fresh value.
-//   - Moves. Only [Table.Rebalance] moves items, each with one transaction (a
-//     Put at the newest count's key if nothing is there, and a Delete at
-//     the old key if the item's dynashard:w is unchanged), after waiting a
-//     fence so that no process still writes under the count before the
-//     newest. It then retires the older counts with a conditional update
-//     of the record. A Rebalance stopped at any point leaves every item in
-//     one place; a re-run finishes.
+//   - Moves. Only [Table.Rebalance] moves items, each with one
+//     transaction: a Put at the newest count's key if nothing is there, a
+//     Delete at the old key if the item's dynashard:w is unchanged, and a
+//     ConditionCheck that the record is still at the revision the move
+//     was planned from. Rebalance first waits a fence, so that no process
+//     still writes under the count before the newest. It then retires
+//     the older counts with a conditional update of the record. A move
+//     planned from a record that has changed since (another Rebalance, a
+//     Reshard) fails as a whole; Rebalance then reads the record and
+//     plans again. So a paused or slow Rebalance never moves an item to a
+//     key that the base's history no longer covers. A Rebalance stopped
+//     at any point leaves every item in one place; a re-run finishes.
 //   - Reads. A consistent Get of an id with several keys is one
 //     TransactGetItems over them: a snapshot in which the item has one
 //     copy. An eventually consistent Get tries the keys one GetItem at a
@@ -94,6 +100,43 @@
 //     keeps them the item's.
 //   - Cursors. A scatter cursor resumes after its own item, also when a
 //     Rebalance has moved that item to a shard the merge reads later.
+//
+// # Across processes
+//
+// A deployment is many processes, each with its own client, settings
+// and pauses. What they must agree on is in the base's record, not in
+// their options:
+//
+//   - The record holds the base's HistoryTTL (dynashard:ttl) and the
+//     fence its last change asks for (dynashard:fence). The first
+//     process to write the record sets them from its Layout; each
+//     Reshard's announcement sets the HistoryTTL to the resharder's, and
+//     the fence to the longer of the old and new HistoryTTL's fences.
+//     To change a base's HistoryTTL, Reshard it with a Layout that has
+//     the new one.
+//   - A process trusts a view for the shorter of its own HistoryTTL and
+//     the record's, and its requests' deadlines follow. It waits the
+//     longer of its own fence and the record's before it acts on a
+//     change: activating a pending count, or sweeping in Rebalance.
+//   - A move is conditioned on the record's revision (see Moves above).
+//   - Each change of the record is a conditional update on its
+//     revision, which stays below 2^53: a change that would pass it is
+//     refused, and the record stays readable.
+//
+// So processes may differ in HistoryTTL, Grower settings, retry settings
+// and MaxConcurrency, and may pause for any time: a request whose
+// deadline passes while its process is paused is abandoned (if it was
+// not sent yet), and a stale move fails on the record's revision.
+// They must agree on the rest of the Layout (a *[LayoutError] says when
+// they do not) and on Options.ExactlyOnce if they need its guarantee.
+// The history cache is per database: two clients that resolve the same
+// endpoint, region and account share it, and see each other's Reshard
+// at once; two tables that share only a name never share a history.
+// What stays outside: each process's clock must run at the speed of
+// real time (its waits and deadlines are measured on its own clock), and
+// a write sent before its deadline must reach DynamoDB and be applied
+// within the fence (a process paused in the instant between its last
+// check and the request leaving it is as a slow network).
 //
 // Why the races of plain put-then-delete moves cannot happen: a write in
 // flight across a Rebalance is fenced (it lands before the sweep starts,

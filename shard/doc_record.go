@@ -48,6 +48,13 @@ import (
 //	dynashard:rev      N     the revision, below 2^53: 1 when the record is
 //	                         written, one more at each update (absent: 0,
 //	                         a record written before revisions)
+//	dynashard:ttl      N     the base's HistoryTTL in milliseconds,
+//	                         0..MaxHistoryTTL (0: no caching); absent in
+//	                         a record written before it existed
+//	dynashard:fence    N     the fence in milliseconds that its last
+//	                         change asks every process to wait, at least
+//	                         the fence of dynashard:ttl; present exactly
+//	                         when dynashard:ttl is
 //	dynashard:created  S     when the record was written (RFC 3339, UTC)
 //	dynashard:changed  S     when it was last updated (RFC 3339, UTC)
 //
@@ -62,11 +69,17 @@ import (
 // UpdateItem that sets dynashard:shards, dynashard:pending, dynashard:rev
 // (to rev+1) and dynashard:changed, on the condition
 // attribute_exists(dynashard:layout) AND dynashard:rev = <the rev read>
-// (attribute_not_exists(dynashard:rev) for a record without one).
-// Reshard appends a count as pending; once a process has seen it pending
-// for a fence (see [Layout.HistoryTTL]), that process may clear pending
-// by such an update; Rebalance, when it has moved every item, sets the
-// history to its newest count alone.
+// (attribute_not_exists(dynashard:rev) for a record without one); no
+// update writes a revision of 2^53 or more. The record is created with
+// dynashard:ttl, the writer's HistoryTTL, and dynashard:fence, that
+// HistoryTTL's fence (HistoryTTL plus max(HistoryTTL, 1 s)). Reshard
+// appends a count as pending and sets dynashard:ttl to its own
+// HistoryTTL, and dynashard:fence to the longer of the fences of the old
+// and new HistoryTTL. A process trusts a record it read for the shorter
+// of its own HistoryTTL and dynashard:ttl. Once a process has seen a
+// count pending for the longer of its own fence and dynashard:fence, it
+// may clear pending by such an update. Rebalance, when it has moved
+// every item, sets the history to its newest count alone.
 //
 // Writing items. An item's partition key is B, the separator, and its
 // suffix in canonical decimal ([Codec]); the suffix is the Strategy's pick
@@ -85,9 +98,11 @@ import (
 // at each other key. Every such Put and Update sets the item's hidden
 // attribute dynashard:w (S) to a fresh random value of 16 lowercase hex
 // characters (8 random bytes): Rebalance moves an item (a Put at the
-// newest count's key, without dynashard:w, and a Delete at the old key)
-// only if dynashard:w is still what it read (or still absent), so a
-// write that left it unchanged could be undone by a move.
+// newest count's key, without dynashard:w, and a Delete at the old key,
+// with a ConditionCheck that the record's dynashard:rev is the one the
+// move was planned from) only if dynashard:w is still what it read (or
+// still absent), so a write that left it unchanged could be undone by a
+// move.
 func IsRecord(item map[string]types.AttributeValue) bool {
 	key := false
 	for name, v := range item {

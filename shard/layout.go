@@ -50,14 +50,19 @@ type Layout struct {
 	// HistoryTTL bounds how long a process trusts its cached copy of a
 	// base's shard-count history (see [Table.Shards]) before reading the
 	// record again. With it comes the fence, HistoryTTL plus
-	// max(HistoryTTL, 1 s): every request made from a cached history must
-	// be done within the fence of reading it (or fails with ErrTooLate),
-	// a Reshard's new count becomes the writers' a fence after it is
-	// announced, and Rebalance waits a fence before it sweeps (see
-	// "Resharding" in the package doc). Every process that writes a table
-	// must use the same HistoryTTL or a shorter one. Zero means
+	// max(HistoryTTL, 1 s). Every request made from a cached history must
+	// be done within the fence of reading it, or it fails with ErrTooLate.
+	// A Reshard's new count becomes the writers' a fence after it is
+	// announced. Rebalance waits a fence before it sweeps.
+	//
+	// The base's record holds a HistoryTTL too: the one of the process
+	// that wrote the record first, or of the last Reshard (see "Across
+	// processes" in the package doc). A process trusts a history for the
+	// shorter of its own and the record's, and waits the longer fence.
+	// So processes may set different values. Zero means
 	// [DefaultHistoryTTL]; negative means no caching (one consistent
-	// GetItem per call and base, and a fence of 1 s).
+	// GetItem per call and base, and a fence of 1 s). At most
+	// [MaxHistoryTTL].
 	HistoryTTL time.Duration
 }
 
@@ -66,6 +71,10 @@ type Layout struct {
 // process within seconds, long enough that the record costs one read per
 // base and client every 10 s at most.
 const DefaultHistoryTTL = 10 * time.Second
+
+// MaxHistoryTTL bounds Layout.HistoryTTL, and the one a base's record
+// holds: a day. Every Reshard waits at least twice the HistoryTTL.
+const MaxHistoryTTL = 24 * time.Hour
 
 // historyTTL is HistoryTTL with its default applied; 0 means no caching.
 func (l Layout) historyTTL() time.Duration {
@@ -103,6 +112,8 @@ func (l Layout) Validate() error {
 		return bad("index %q needs TableKey: the table's 1 or 2 key attribute names", l.Index)
 	case l.Index != "" && !l.Unchecked:
 		return bad("index %q: an index layout is not recorded and must be Unchecked", l.Index)
+	case l.HistoryTTL > MaxHistoryTTL:
+		return bad("HistoryTTL %v is above MaxHistoryTTL (%v)", l.HistoryTTL, MaxHistoryTTL)
 	}
 	if err := checkStrategy(l.Strategy); err != nil {
 		return fmt.Errorf("%w: table %q: %w", ErrInvalidLayout, l.Table, err)

@@ -255,17 +255,18 @@ func TestLayoutRecordForm(t *testing.T) {
 func TestLayoutValidate(t *testing.T) {
 	ok := layoutOf("t", shard.Hash(2))
 	for name, l := range map[string]shard.Layout{
-		"no table":           {PartitionKey: "pk", Strategy: shard.Hash(2)},
-		"no partition key":   {Table: "t", Strategy: shard.Hash(2)},
-		"same keys":          {Table: "t", PartitionKey: "k", SortKey: "k", Strategy: shard.Hash(2)},
-		"bad sort type":      {Table: "t", PartitionKey: "pk", SortKey: "sk", SortKeyType: "BOOL", Strategy: shard.Hash(2)},
-		"type without key":   {Table: "t", PartitionKey: "pk", SortKeyType: "N", Strategy: shard.Hash(2)},
-		"no strategy":        {Table: "t", PartitionKey: "pk"},
-		"N too large":        {Table: "t", PartitionKey: "pk", Strategy: shard.Hash(shard.MaxN + 1)},
-		"digit separator":    {Table: "t", PartitionKey: "pk", Strategy: shard.Hash(2), Codec: shard.Codec{Sep: "1"}},
-		"index without key":  {Table: "t", PartitionKey: "g", Index: "i", Unchecked: true, Strategy: shard.Hash(2)},
-		"index checked":      {Table: "t", PartitionKey: "g", Index: "i", TableKey: []string{"id"}, Strategy: shard.Hash(2)},
-		"table key no index": {Table: "t", PartitionKey: "pk", TableKey: []string{"id"}, Strategy: shard.Hash(2)},
+		"no table":            {PartitionKey: "pk", Strategy: shard.Hash(2)},
+		"no partition key":    {Table: "t", Strategy: shard.Hash(2)},
+		"same keys":           {Table: "t", PartitionKey: "k", SortKey: "k", Strategy: shard.Hash(2)},
+		"bad sort type":       {Table: "t", PartitionKey: "pk", SortKey: "sk", SortKeyType: "BOOL", Strategy: shard.Hash(2)},
+		"type without key":    {Table: "t", PartitionKey: "pk", SortKeyType: "N", Strategy: shard.Hash(2)},
+		"no strategy":         {Table: "t", PartitionKey: "pk"},
+		"N too large":         {Table: "t", PartitionKey: "pk", Strategy: shard.Hash(shard.MaxN + 1)},
+		"digit separator":     {Table: "t", PartitionKey: "pk", Strategy: shard.Hash(2), Codec: shard.Codec{Sep: "1"}},
+		"index without key":   {Table: "t", PartitionKey: "g", Index: "i", Unchecked: true, Strategy: shard.Hash(2)},
+		"index checked":       {Table: "t", PartitionKey: "g", Index: "i", TableKey: []string{"id"}, Strategy: shard.Hash(2)},
+		"table key no index":  {Table: "t", PartitionKey: "pk", TableKey: []string{"id"}, Strategy: shard.Hash(2)},
+		"HistoryTTL too long": {Table: "t", PartitionKey: "pk", Strategy: shard.Hash(2), HistoryTTL: shard.MaxHistoryTTL + time.Millisecond},
 	} {
 		if err := l.Validate(); !errors.Is(err, shard.ErrInvalidLayout) || !errors.Is(err, shard.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalidLayout", name, err)

@@ -336,8 +336,9 @@ func TestUsageReshardRebalance(t *testing.T) {
 			want.Requests++
 			for id, at := range suffix {
 				if to := shard.Hash(4).Pick(id); at == sfx && to != sfx {
-					// Put at the new key, Delete at the old: the same size.
-					want.Write += localTx(wcu(size[id]), wcu(size[id]))
+					// Put at the new key, Delete at the old (the same
+					// size), and the check of the record's revision.
+					want.Write += localTx(wcu(size[id]), wcu(size[id]), wcu(after))
 					want.Requests++
 					suffix[id] = to
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,12 +19,19 @@ import (
 // move moves item from physical key from to physical key to in one
 // transaction: a Put at to, if no item is there, and a Delete at from, if
 // the item there is still the one read (its token, which every
-// transactional write changes, is unchanged). It reports whether the item
-// moved; false means something wrote it since it was read (the caller
-// sweeps the key again) or to holds it already, which the single-copy invariant
-// excludes but a table written by an earlier version may hold: that copy
-// is the one reads returned first, and from is deleted.
-func (l Layout) move(ctx context.Context, c rebalanceClient, item map[string]types.AttributeValue, from, to string) (moveOutcome, error) {
+// transactional write changes, is unchanged), on the condition that
+// base's record is still at the revision the move was planned from. It
+// reports whether the item moved; raced means something wrote it since
+// it was read (the caller sweeps the key again), stale that the record
+// changed (the caller plans again). If to holds the item already, which
+// the single-copy invariant excludes but a table written by an earlier
+// version may hold, that copy is the one reads returned first, and from
+// is deleted, on the same conditions.
+func (l Layout) move(ctx context.Context, c rebalanceClient, base string, rev int, item map[string]types.AttributeValue, from, to string) (moveOutcome, error) {
+	check, err := l.recordCheck(base, rev)
+	if err != nil {
+		return raced, err
+	}
 	put := maps.Clone(item)
 	put[l.PartitionKey] = &types.AttributeValueMemberS{Value: to}
 	delete(put, attrToken)
@@ -36,34 +44,74 @@ func (l Layout) move(ctx context.Context, c rebalanceClient, item map[string]typ
 		names = map[string]string{"#w": attrToken}
 	}
 	table := aws.String(l.Table)
-	_, err := observe.Do(ctx, c.TransactWriteItems, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Put: &types.Put{TableName: table, Item: put, ConditionExpression: aws.String("attribute_not_exists(#pk)"),
+	del := types.TransactWriteItem{Delete: &types.Delete{TableName: table, Key: key, ConditionExpression: aws.String(same),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values}}
+	reasons, err := l.transact(ctx, c, from, to,
+		types.TransactWriteItem{Put: &types.Put{TableName: table, Item: put, ConditionExpression: aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": l.PartitionKey}}},
-		{Delete: &types.Delete{TableName: table, Key: key, ConditionExpression: aws.String(same),
-			ExpressionAttributeNames: names, ExpressionAttributeValues: values}},
-	}})
-	if err == nil {
+		del, check)
+	switch {
+	case err != nil:
+		return raced, err
+	case reasons == nil:
 		return moved, nil
+	case failed(reasons[2]):
+		return stale, nil
+	case !failed(reasons[0]) || failed(reasons[1]):
+		return raced, nil
 	}
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) || len(tce.CancellationReasons) < 2 {
-		if isUnknownOperation(err) {
-			err = fmt.Errorf("%w: %w", ErrNoTransactions, err)
-		}
-		return raced, fmt.Errorf("shard: move: TransactWriteItems table %s key %q to %q: %w", l.Table, from, to, err)
-	}
-	if aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" &&
-		aws.ToString(tce.CancellationReasons[1].Code) != "ConditionalCheckFailed" {
-		_, err := observe.Do(ctx, c.DeleteItem, &dynamodb.DeleteItemInput{TableName: table, Key: key, ConditionExpression: aws.String(same),
-			ExpressionAttributeNames: names, ExpressionAttributeValues: values})
-		if err == nil {
-			return dropped, nil
-		}
-		if !isCondFailed(err) {
-			return raced, fmt.Errorf("shard: move: DeleteItem table %s key %q: %w", l.Table, from, err)
-		}
+	// to holds the item: drop the copy at from.
+	reasons, err = l.transact(ctx, c, from, to, del, check)
+	switch {
+	case err != nil:
+		return raced, err
+	case reasons == nil:
+		return dropped, nil
+	case failed(reasons[1]):
+		return stale, nil
 	}
 	return raced, nil
+}
+
+// transact sends items as one TransactWriteItems. A cancelled
+// transaction is its reasons, one per item, and no error.
+func (l Layout) transact(ctx context.Context, c rebalanceClient, from, to string, items ...types.TransactWriteItem) ([]types.CancellationReason, error) {
+	_, err := observe.Do(ctx, c.TransactWriteItems, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil, nil
+	}
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) && len(tce.CancellationReasons) == len(items) {
+		return tce.CancellationReasons, nil
+	}
+	if isUnknownOperation(err) {
+		err = fmt.Errorf("%w: %w", ErrNoTransactions, err)
+	}
+	return nil, fmt.Errorf("shard: move: TransactWriteItems table %s key %q to %q: %w", l.Table, from, to, err)
+}
+
+func failed(r types.CancellationReason) bool {
+	return aws.ToString(r.Code) == "ConditionalCheckFailed"
+}
+
+// recordCheck is a transaction's check that base's record is still at
+// revision rev.
+func (l Layout) recordCheck(base string, rev int) (types.TransactWriteItem, error) {
+	key, err := l.recordKey(base)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	check := &types.ConditionCheck{TableName: aws.String(l.Table), Key: key,
+		ConditionExpression:       aws.String("#r = :rev"),
+		ExpressionAttributeNames:  map[string]string{"#r": attrRev},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":rev": &types.AttributeValueMemberN{Value: strconv.Itoa(rev)}},
+	}
+	if rev == 0 { // a record written before revisions existed
+		check.ConditionExpression = aws.String("attribute_exists(#l) AND attribute_not_exists(#r)")
+		check.ExpressionAttributeNames = map[string]string{"#r": attrRev, "#l": attrLayout}
+		check.ExpressionAttributeValues = nil
+	}
+	return types.TransactWriteItem{ConditionCheck: check}, nil
 }
 
 // moveOutcome is what a move did.
@@ -73,6 +121,7 @@ const (
 	moved   moveOutcome = iota // the item is at its new key, and only there
 	dropped                    // the new key held the item: the old copy is deleted
 	raced                      // a write came between the read and the move: read again
+	stale                      // the record changed since the move was planned: plan again
 )
 
 // rebalanceClient is what Rebalance needs of a client.
@@ -117,7 +166,10 @@ type RebalanceProgress struct {
 	Retired []int
 }
 
-// rebalance is Table.Rebalance for any client and layout.
+// rebalance is Table.Rebalance for any client and layout. It plans from
+// the record, sweeps, and retires the older counts; when the record
+// changes under it (a move or the retire finds another revision), it
+// reads the record again and plans again, from the first suffix.
 func rebalance(ctx context.Context, c rebalanceClient, l Layout, base string, optFns ...func(*RebalanceOptions)) (RebalanceProgress, error) {
 	var o RebalanceOptions
 	for _, f := range optFns {
@@ -131,49 +183,94 @@ func rebalance(ctx context.Context, c rebalanceClient, l Layout, base string, op
 	if _, err := l.recordKey(base); err != nil {
 		return RebalanceProgress{}, fmt.Errorf("%w: Rebalance: %w", ErrInvalid, err)
 	}
-	rec, ok, err := l.readRecord(ctx, c, base)
-	if err != nil || !ok {
-		return RebalanceProgress{}, err
+	sw := sweeper{l: l, c: c, base: base, o: o}
+	for range planAttempts {
+		done, err := sw.plan(ctx)
+		if err != nil || done {
+			return sw.p, err
+		}
+		if err := sleep(ctx, o.fence(l, sw.v)); err != nil {
+			return sw.p, err
+		}
+		again, err := sw.run(ctx)
+		if err != nil || !again {
+			return sw.p, err
+		}
+		sw.o.After = 0 // a new plan sweeps every suffix
 	}
-	if _, err := l.accept(base, rec); err != nil {
-		return RebalanceProgress{}, err
+	return sw.p, fmt.Errorf("%w: shard: Rebalance base %q: the history kept changing; run Rebalance again", ErrConflict, clip(base))
+}
+
+// planAttempts bounds how often a Rebalance plans again after the record
+// changed under it.
+const planAttempts = 4
+
+// plan reads the record and sets the sweep's target; done reports that
+// there is nothing to do.
+func (sw *sweeper) plan(ctx context.Context) (done bool, _ error) {
+	l, base := sw.l, sw.base
+	rec, ok, err := l.readRecord(ctx, sw.c, base)
+	if err != nil || !ok {
+		return true, err
+	}
+	v, err := l.accept(databaseOf(ctx, sw.c), base, rec)
+	if err != nil {
+		return true, err
 	}
 	h := rec.shards
 	switch {
 	case len(h) == 1:
-		return RebalanceProgress{Suffix: h[0], Suffixes: h[0]}, nil
+		sw.p.Suffix, sw.p.Suffixes = h[0], h[0]
+		return true, nil
 	case rec.pending:
-		return RebalanceProgress{}, fmt.Errorf("%w: shard: Rebalance base %q: count %d is pending in history %v; finish it first (Reshard to %[3]d)", ErrConflict, clip(base), h[len(h)-1], h)
+		return true, fmt.Errorf("%w: shard: Rebalance base %q: count %d is pending in history %v; finish it first (Reshard to %[3]d)", ErrConflict, clip(base), h[len(h)-1], h)
 	}
-	if err := sleep(ctx, o.fence(l)); err != nil {
-		return RebalanceProgress{}, err
-	}
-	sw := sweeper{l: l, c: c, base: base, newest: h[len(h)-1], o: o}
+	sw.v, sw.newest = v, h[len(h)-1]
 	if sw.s, err = withN(l.Strategy, sw.newest); err != nil {
-		return RebalanceProgress{}, err
+		return true, err
 	}
-	sw.p.Suffixes = span(h)
-	for suffix := max(o.After, 0) + 1; suffix <= sw.p.Suffixes; suffix++ {
-		if err := sw.sweep(ctx, suffix); err != nil {
-			return sw.p, err
-		}
-		sw.p.Suffix = suffix
-		if o.OnProgress != nil {
-			o.OnProgress(sw.p)
-		}
-	}
-	if err := l.retire(ctx, c, base, rec); err != nil {
-		return sw.p, err
-	}
-	sw.p.Retired = h
-	return sw.p, nil
+	sw.p.Suffix, sw.p.Suffixes = 0, span(h)
+	return false, nil
 }
 
-func (o RebalanceOptions) fence(l Layout) time.Duration {
+// run sweeps every suffix of the plan and retires the older counts;
+// again reports that the record changed and the sweep must be planned
+// again.
+func (sw *sweeper) run(ctx context.Context) (again bool, _ error) {
+	for suffix := max(sw.o.After, 0) + 1; suffix <= sw.p.Suffixes; suffix++ {
+		if err := sw.sweep(ctx, suffix); err != nil {
+			return errors.Is(err, errStale), ignoreStale(err)
+		}
+		sw.p.Suffix = suffix
+		if sw.o.OnProgress != nil {
+			sw.o.OnProgress(sw.p)
+		}
+	}
+	err := sw.l.retire(ctx, sw.c, sw.base, sw.v)
+	if isCondFailed(err) {
+		return true, nil
+	}
+	if err == nil {
+		sw.p.Retired = sw.v.shards
+	}
+	return false, err
+}
+
+// errStale is a sweep's error when a move found the record changed.
+var errStale = errors.New("shard: the layout record changed during the sweep")
+
+func ignoreStale(err error) error {
+	if errors.Is(err, errStale) {
+		return nil
+	}
+	return err
+}
+
+func (o RebalanceOptions) fence(l Layout, v view) time.Duration {
 	if o.Wait != 0 {
 		return max(o.Wait, 0)
 	}
-	return l.fence()
+	return v.waitFor(l)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -211,15 +308,14 @@ func (l Layout) checkRebalance(ctx context.Context, c rebalanceClient) error {
 	return nil
 }
 
-// retire replaces the history of rec with its newest count.
-func (l Layout) retire(ctx context.Context, c reshardClient, base string, rec record) error {
-	newest := []int{rec.shards[len(rec.shards)-1]}
-	err := l.setHistory(ctx, c, base, rec.rev, newest, false)
-	if isCondFailed(err) {
-		return fmt.Errorf("%w: shard: Rebalance base %q: the history changed during the sweep; run Rebalance again: %w", ErrConflict, clip(base), err)
-	}
+// retire replaces the history of v with its newest count, on the
+// condition that the record is still at v's revision.
+func (l Layout) retire(ctx context.Context, c reshardClient, base string, v view) error {
+	next := v
+	next.shards, next.pending = []int{v.shards[len(v.shards)-1]}, false
+	err := l.setHistory(ctx, c, base, v.rev, next)
 	if err == nil {
-		views.forget(l, base)
+		views.forget(databaseOf(ctx, c), l, base)
 	}
 	return err
 }
@@ -229,6 +325,7 @@ type sweeper struct {
 	l      Layout
 	c      rebalanceClient
 	base   string
+	v      view // the record the sweep was planned from
 	newest int
 	s      Strategy // at newest
 	o      RebalanceOptions
@@ -269,11 +366,13 @@ func (sw *sweeper) pass(ctx context.Context, suffix int) (again bool, _ error) {
 			if !ok {
 				continue
 			}
-			did, err := l.move(ctx, sw.c, item, from, l.Codec.Key(sw.base, to))
+			did, err := l.move(ctx, sw.c, sw.base, sw.v.rev, item, from, l.Codec.Key(sw.base, to))
 			if err != nil {
 				return false, err
 			}
 			switch did {
+			case stale:
+				return false, errStale
 			case moved:
 				sw.p.Moved++
 			case dropped:

@@ -37,6 +37,8 @@ const (
 	attrCreated   = "dynashard:created"
 	attrChanged   = "dynashard:changed"
 	attrPending   = "dynashard:pending"
+	attrTTL       = "dynashard:ttl"
+	attrWait      = "dynashard:fence"
 	recordVersion = "v1 "
 )
 
@@ -124,8 +126,8 @@ func (l Layout) shardsOf(ctx context.Context, c recordReader, base string) ([]in
 // entry past half the HistoryTTL, which scatter, through
 // internal/history, reads again beside its requests.
 func (l Layout) shardsDue(ctx context.Context, c recordReader, base string) ([]int, bool, error) {
-	ttl := l.historyTTL()
-	v, err := l.history(ctx, c, base, ttl)
+	v, err := l.history(ctx, c, base, l.historyTTL())
+	ttl := v.trust(l)
 	due := err == nil && !l.Unchecked && ttl > 0 && time.Since(v.at) >= ttl/2
 	return v.shards, due, err
 }
@@ -142,7 +144,7 @@ func (l Layout) history(ctx context.Context, c recordReader, base string, maxAge
 		if !ok {
 			return view{shards: []int{l.N()}, at: at}, nil
 		}
-		return l.accept(base, rec)
+		return l.accept(databaseOf(ctx, c), base, rec)
 	})
 }
 
@@ -167,10 +169,11 @@ func (l Layout) cachedView(ctx context.Context, c recordReader, base string, max
 	if l.Unchecked {
 		return view{shards: []int{l.N()}, at: time.Now()}, nil
 	}
-	if v, ok := views.get(l, base, maxAge); ok {
+	db := databaseOf(ctx, c)
+	if v, ok := views.get(db, l, base, maxAge); ok {
 		return v, nil
 	}
-	return views.once(ctx, l, base, what, load)
+	return views.once(ctx, db, l, base, what, load)
 }
 
 func (l Layout) record(ctx context.Context, c recordClient, base string) (view, error) {
@@ -181,7 +184,7 @@ func (l Layout) record(ctx context.Context, c recordClient, base string) (view, 
 			return view{}, err
 		}
 		if ok {
-			return l.accept(base, rec)
+			return l.accept(databaseOf(ctx, c), base, rec)
 		}
 		err = l.writeRecord(ctx, c, base)
 		var ccf *types.ConditionalCheckFailedException
@@ -189,8 +192,8 @@ func (l Layout) record(ctx context.Context, c recordClient, base string) (view, 
 			if err != nil {
 				return view{}, err
 			}
-			v := view{shards: []int{l.N()}, rev: 1, at: at}
-			views.add(l, base, v)
+			v := l.created(l.N(), at)
+			views.add(databaseOf(ctx, c), l, base, v)
 			return v, nil
 		}
 		// Another writer recorded the base first: compare with its record.
@@ -203,19 +206,32 @@ type record struct {
 	shards  []int
 	pending bool
 	rev     int
+	// ttl and wait are the record's dynashard:ttl and dynashard:fence,
+	// if recorded is set (a record written before they existed has
+	// neither).
+	ttl, wait time.Duration
+	recorded  bool
 	// at is when the read that returned the record was sent, got when its
 	// answer came: the record was as read at some moment between.
 	at, got time.Time
 }
 
-// accept checks rec against l and caches its view.
-func (l Layout) accept(base string, rec record) (view, error) {
+// accept checks rec against l and caches its view in db's entry.
+func (l Layout) accept(db, base string, rec record) (view, error) {
 	if rec.shape != l.shape() {
 		return view{}, &LayoutError{Base: base, Want: l.String(), Stored: rec.String(l.Table)}
 	}
-	v := view{shards: rec.shards, pending: rec.pending, rev: rec.rev, at: rec.at, got: rec.got}
-	views.add(l, base, v)
+	v := view{shards: rec.shards, pending: rec.pending, rev: rec.rev, at: rec.at, got: rec.got,
+		ttl: rec.ttl, wait: rec.wait, recorded: rec.recorded}
+	views.add(db, l, base, v)
 	return v, nil
+}
+
+// created is the view of a record l writes with the history [n], sent
+// at at.
+func (l Layout) created(n int, at time.Time) view {
+	ttl := l.historyTTL()
+	return view{shards: []int{n}, rev: 1, at: at, ttl: ttl, wait: fenceOf(ttl), recorded: true}
 }
 
 func (r record) String(table string) string {
@@ -255,8 +271,9 @@ func (l Layout) readRecord(ctx context.Context, c recordReader, base string) (re
 	observe.ScopeOf(ctx).RecordRead(ctx, l.Table)
 	out, err := observe.Do(ctx, c.GetItem, &dynamodb.GetItemInput{
 		TableName: aws.String(l.Table), Key: key, ConsistentRead: aws.Bool(true),
-		ProjectionExpression:     aws.String("#l, #s, #r, #p"),
-		ExpressionAttributeNames: map[string]string{"#l": attrLayout, "#s": attrShards, "#r": attrRev, "#p": attrPending},
+		ProjectionExpression: aws.String("#l, #s, #r, #p, #t, #f"),
+		ExpressionAttributeNames: map[string]string{"#l": attrLayout, "#s": attrShards, "#r": attrRev, "#p": attrPending,
+			"#t": attrTTL, "#f": attrWait},
 	})
 	if err != nil {
 		if le := l.keyMismatch(ctx, c, base, err); le != nil {
@@ -421,7 +438,42 @@ func parseRecord(item map[string]types.AttributeValue) (record, error) {
 		}
 		rec.pending = b.Value
 	}
+	ttl, hasTTL, err := parseMillis(item, attrTTL, MaxHistoryTTL)
+	if err != nil {
+		return bad("%w", err)
+	}
+	wait, hasWait, err := parseMillis(item, attrWait, fenceOf(MaxHistoryTTL))
+	if err != nil {
+		return bad("%w", err)
+	}
+	if hasTTL != hasWait || hasTTL && wait < fenceOf(ttl) {
+		return bad("%s and %s: a fence of %v is shorter than the fence of a HistoryTTL of %v", attrTTL, attrWait, wait, ttl)
+	}
+	rec.ttl, rec.wait, rec.recorded = ttl, wait, hasTTL
 	return rec, nil
+}
+
+// parseMillis reads item's attribute name as a whole number of
+// milliseconds in 0..bound; absent is (0, false).
+func parseMillis(item map[string]types.AttributeValue, name string, bound time.Duration) (time.Duration, bool, error) {
+	v, ok := item[name]
+	if !ok {
+		return 0, false, nil
+	}
+	num, ok := v.(*types.AttributeValueMemberN)
+	ms, err := int64(0), error(nil)
+	if ok {
+		ms, err = strconv.ParseInt(num.Value, 10, 64)
+	}
+	if !ok || err != nil || ms < 0 || ms > bound.Milliseconds() {
+		return 0, false, fmt.Errorf("%s is not a number of milliseconds in 0..%d", name, bound.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, true, nil
+}
+
+// millis is d as the record stores it.
+func millis(d time.Duration) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(d.Milliseconds(), 10)}
 }
 
 // maxRev bounds a record's revision, far below where an int64 wraps.
@@ -442,6 +494,7 @@ func (l Layout) writeRecordN(ctx context.Context, c recordClient, base string, n
 	item[attrShards] = shardList([]int{n})
 	item[attrRev] = &types.AttributeValueMemberN{Value: "1"}
 	item[attrCreated], item[attrChanged] = now, now
+	item[attrTTL], item[attrWait] = millis(l.historyTTL()), millis(l.fence())
 	_, err = observe.Do(ctx, c.PutItem, &dynamodb.PutItemInput{
 		TableName: aws.String(l.Table), Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),

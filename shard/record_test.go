@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -22,9 +23,17 @@ func TestParseRecordMalformed(t *testing.T) {
 		attrLayout: S(recordVersion + `pk=pk sk=sk:S sep="." strategy=hash`),
 		attrShards: L(N("4"), N("8")),
 		attrRev:    N("3"),
+		attrTTL:    N("10000"),
+		attrWait:   N("20000"),
 	}
-	if _, err := parseRecord(good); err != nil {
-		t.Fatalf("a well-formed record: %v", err)
+	if rec, err := parseRecord(good); err != nil || !rec.recorded || rec.ttl != 10*time.Second || rec.wait != 20*time.Second {
+		t.Fatalf("a well-formed record: %+v, %v", rec, err)
+	}
+	legacy := maps.Clone(good)
+	delete(legacy, attrTTL)
+	delete(legacy, attrWait)
+	if rec, err := parseRecord(legacy); err != nil || rec.recorded {
+		t.Fatalf("a record without HistoryTTL: %+v, %v, want it read as not recorded", rec, err)
 	}
 	counts := func(n int) types.AttributeValue {
 		l := &types.AttributeValueMemberL{}
@@ -52,6 +61,14 @@ func TestParseRecordMalformed(t *testing.T) {
 		"revision at its bound":  {attrRev: N(strconv.Itoa(maxRev))},
 		"pending not a boolean":  {attrPending: S(huge)},
 		"pending with one count": {attrShards: L(N("4")), attrPending: &types.AttributeValueMemberBOOL{Value: true}},
+		"ttl not a number":       {attrTTL: S(huge)},
+		"ttl negative":           {attrTTL: N("-1")},
+		"ttl above its bound":    {attrTTL: N(strconv.FormatInt(MaxHistoryTTL.Milliseconds()+1, 10))},
+		"ttl of 38 digits":       {attrTTL: N(strings.Repeat("9", 38))},
+		"ttl without fence":      {attrWait: nil},
+		"fence without ttl":      {attrTTL: nil},
+		"fence shorter than ttl": {attrWait: N("19999")},
+		"fence not a number":     {attrWait: L()},
 	} {
 		item := maps.Clone(good)
 		for k, v := range change {

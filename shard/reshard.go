@@ -65,21 +65,39 @@ func withN(s Strategy, n int) (Strategy, error) {
 // suffixes are 1..N for every N, so their union is 1..max(h).
 func span(h []int) int { return slices.Max(h) }
 
-// resize is Table.Reshard: announce n, wait for the fence, activate.
+// resize is Table.Reshard: announce n, wait for the fence, activate. It
+// fails with ErrConflict, with the history, if n is not the writers'
+// count after all: another process announced a count meanwhile.
 func (l Layout) resize(ctx context.Context, c reshardClient, base string, n int) ([]int, error) {
 	v, err := l.reshard(ctx, c, base, n)
-	if err != nil || !v.pending {
-		return v.shards, err
+	if err == nil && v.pending {
+		if err := sleep(ctx, v.waitFor(l)); err != nil {
+			return nil, err
+		}
+		v, err = l.activate(ctx, c, base, v)
 	}
-	if err := sleep(ctx, l.fence()); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	v, err = l.activate(ctx, c, base, v)
-	return v.shards, err
+	if v.pending || v.writeN() != n {
+		return v.shards, fmt.Errorf("%w: shard: Reshard base %q to %d: another process changed the history meanwhile: %v%s", ErrConflict, clip(base), n, v.shards, pendingNote(v))
+	}
+	return v.shards, nil
+}
+
+// pendingNote says that v's last count is pending, for messages.
+func pendingNote(v view) string {
+	if v.pending {
+		return fmt.Sprintf(", %d pending", v.shards[len(v.shards)-1])
+	}
+	return ""
 }
 
 // reshard announces n as base's pending count and returns the view it
-// wrote (or the record's, if it needs no change).
+// wrote (or the record's, if it needs no change). The announcement sets
+// the record's HistoryTTL to l's, and its fence to the longer of the old
+// and new HistoryTTL's fences: a process that read the record before
+// the change trusts it for the old HistoryTTL.
 func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int) (view, error) {
 	if err := l.checkReshard(ctx, c, n); err != nil {
 		return view{}, err
@@ -90,6 +108,7 @@ func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int
 	if err := l.probeTransactions(ctx, c, base); err != nil {
 		return view{}, err
 	}
+	db := databaseOf(ctx, c)
 	for range 4 {
 		at := time.Now()
 		rec, ok, err := l.readRecord(ctx, c, base)
@@ -98,8 +117,8 @@ func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int
 		}
 		if !ok {
 			if err = l.writeRecordN(ctx, c, base, n); err == nil {
-				v := view{shards: []int{n}, rev: 1, at: at}
-				views.add(l, base, v)
+				v := l.created(n, at)
+				views.add(db, l, base, v)
 				return v, nil
 			}
 			if isCondFailed(err) {
@@ -107,7 +126,7 @@ func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int
 			}
 			return view{}, err
 		}
-		cur, err := l.accept(base, rec)
+		cur, err := l.accept(db, base, rec)
 		if err != nil {
 			return view{}, err
 		}
@@ -116,7 +135,7 @@ func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int
 		case h[len(h)-1] == n:
 			return cur, nil
 		case rec.pending: // another Reshard's count first
-			if err := sleep(ctx, l.fence()-time.Since(views.seen(l, base, cur))); err != nil {
+			if err := sleep(ctx, cur.waitFor(l)-time.Since(views.seen(db, l, base, cur))); err != nil {
 				return view{}, err
 			}
 			if _, err := l.activate(ctx, c, base, cur); err != nil {
@@ -128,11 +147,16 @@ func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int
 		case len(h) >= MaxHistory:
 			return view{}, fmt.Errorf("%w: shard: Reshard base %q: history %v is full (%d counts); Rebalance first", ErrConflict, clip(base), h, MaxHistory)
 		}
-		next := view{shards: append(slices.Clone(h), n), pending: true, rev: rec.rev + 1, at: time.Now()}
-		err = l.setHistory(ctx, c, base, rec.rev, next.shards, true)
+		ttl, old := l.historyTTL(), l.historyTTL()
+		if rec.recorded {
+			old = rec.ttl
+		}
+		next := view{shards: append(slices.Clone(h), n), pending: true, rev: rec.rev + 1, at: time.Now(),
+			ttl: ttl, wait: max(fenceOf(ttl), fenceOf(old)), recorded: true}
+		err = l.setHistory(ctx, c, base, rec.rev, next)
 		if err == nil {
 			next.got = time.Now() // the count was announced by now
-			views.add(l, base, next)
+			views.add(db, l, base, next)
 			return next, nil
 		}
 		if !isCondFailed(err) {
@@ -145,19 +169,21 @@ func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int
 // activate makes v's pending count the writers' (if the record is still
 // at v's revision) and returns the record's view after.
 func (l Layout) activate(ctx context.Context, c reshardClient, base string, v view) (view, error) {
-	err := l.setHistory(ctx, c, base, v.rev, v.shards, false)
+	next := v
+	next.pending = false
+	err := l.setHistory(ctx, c, base, v.rev, next)
 	if err != nil && !isCondFailed(err) {
 		return view{}, err
 	}
-	views.forget(l, base)
+	views.forget(databaseOf(ctx, c), l, base)
 	return l.history(ctx, c, base, 0)
 }
 
 // activateDue activates v's pending count if this process saw it pending
-// at least the fence ago: every process that could act on the history
-// before it is done by then.
+// at least the fence ago (the longer of its own and the record's): every
+// process that could act on the history before it is done by then.
 func (l Layout) activateDue(ctx context.Context, c reshardClient, base string, v view) (view, error) {
-	if !v.pending || time.Since(views.seen(l, base, v)) < l.fence() {
+	if !v.pending || time.Since(views.seen(databaseOf(ctx, c), l, base, v)) < v.waitFor(l) {
 		return v, nil
 	}
 	return l.activate(ctx, c, base, v)
@@ -202,31 +228,43 @@ func isCondFailed(err error) bool {
 	return errors.As(err, &ccf)
 }
 
-// setHistory replaces the record's history if its revision is still rev.
-func (l Layout) setHistory(ctx context.Context, c reshardClient, base string, rev int, h []int, pending bool) error {
+// setHistory replaces the record's history with next's if its revision
+// is still rev, and its HistoryTTL and fence with next's if next has
+// them. It refuses, before any request, a revision at its bound.
+func (l Layout) setHistory(ctx context.Context, c reshardClient, base string, rev int, next view) error {
 	key, err := l.recordKey(base)
 	if err != nil {
 		return err
+	}
+	if rev+1 >= maxRev {
+		return fmt.Errorf("%w: table %s base %q: revision %d cannot grow past %d", ErrMalformedRecord, l.Table, clip(base), rev, maxRev-1)
 	}
 	cond := "attribute_exists(#l) AND #r = :rev"
 	if rev == 0 { // a record written before revisions existed
 		cond = "attribute_exists(#l) AND attribute_not_exists(#r)"
 	}
+	update := "SET #s = :h, #r = :next, #c = :now, #p = :p"
+	names := map[string]string{"#s": attrShards, "#r": attrRev, "#c": attrChanged, "#l": attrLayout, "#p": attrPending}
 	values := map[string]types.AttributeValue{
-		":h":    shardList(h),
+		":h":    shardList(next.shards),
 		":next": &types.AttributeValueMemberN{Value: strconv.Itoa(rev + 1)},
 		":now":  &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339)},
-		":p":    &types.AttributeValueMemberBOOL{Value: pending},
+		":p":    &types.AttributeValueMemberBOOL{Value: next.pending},
 	}
 	if rev != 0 {
 		values[":rev"] = &types.AttributeValueMemberN{Value: strconv.Itoa(rev)}
 	}
+	if next.recorded {
+		update += ", #t = :t, #f = :f"
+		names["#t"], names["#f"] = attrTTL, attrWait
+		values[":t"], values[":f"] = millis(next.ttl), millis(next.wait)
+	}
 	_, err = observe.Do(ctx, c.UpdateItem, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(l.Table),
 		Key:                       key,
-		UpdateExpression:          aws.String("SET #s = :h, #r = :next, #c = :now, #p = :p"),
+		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#s": attrShards, "#r": attrRev, "#c": attrChanged, "#l": attrLayout, "#p": attrPending},
+		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
 	if err != nil && !isCondFailed(err) {
@@ -266,12 +304,18 @@ func (l Layout) setHistory(ctx context.Context, c reshardClient, base string, re
 // without transactions; and one matching ErrConflict if n is already in
 // the history but not its last (a count may come back only after a
 // Rebalance), if the history has MaxHistory counts, or if the record kept
-// changing.
+// changing. When another process announced a count while Reshard waited,
+// so that n is not the writers' count at the end, Reshard returns the
+// history it found with an error matching ErrConflict that names it.
+//
+// The announcement also records this Layout's HistoryTTL as the base's
+// (see "Across processes" in the package doc).
 //
 // Every Table, scatter.Scatter and repo.Repo of this process on the same
-// table, base and layout shape sees the new history at once (the history
-// is cached per process, not per client); other processes see it within
-// the layout's HistoryTTL, which the fence covers.
+// database, table, base and layout shape sees the new history at once
+// (the history is cached per process and database, not per client);
+// other processes see it within the base's HistoryTTL, which the fence
+// covers.
 func (t *Table[T]) Reshard(ctx context.Context, base string, n int) (h []int, err error) {
 	ctx, call := t.begin(ctx, "shard.Reshard", base)
 	defer func() { call.End(ctx, err) }()

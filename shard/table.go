@@ -234,7 +234,7 @@ func (t *Table[T]) Key(base, id string) (string, error) {
 		return "", fmt.Errorf("%w: table %s uses %v", ErrNotCalculated, t.l.Table, t.l.Strategy)
 	}
 	s := t.l.Strategy
-	if v, ok := views.newest(t.l, base); ok && !t.l.Unchecked {
+	if v, ok := t.newest(base); ok && !t.l.Unchecked {
 		ns, err := withN(s, v.writeN())
 		if err != nil {
 			return "", t.itemErr(base, id, err)
@@ -345,4 +345,14 @@ func (t *Table[T]) requestErr(op, pk, id string, err error) error {
 		return fmt.Errorf("shard: %s table %s key %q id %q: %w: %w", op, t.l.Table, pk, id, ErrConflict, err)
 	}
 	return fmt.Errorf("shard: %s table %s key %q id %q: %w", op, t.l.Table, pk, id, err)
+}
+
+// newest is the cached view of base whatever its age, if this process
+// has one for the database t's client reaches (known without a request).
+func (t *Table[T]) newest(base string) (view, bool) {
+	db, ok := knownDatabase(t.c)
+	if !ok {
+		return view{}, false
+	}
+	return views.newest(db, t.l, base)
 }

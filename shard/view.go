@@ -20,6 +20,12 @@ type view struct {
 	shards  []int // oldest first; the last is pending if pending is set
 	pending bool
 	rev     int
+	// ttl and wait are what the record asks of every process (see
+	// "Across processes" in the package doc), if recorded is set: the
+	// base's HistoryTTL, and the fence its last change asks waiters to
+	// wait before acting on it.
+	ttl, wait time.Duration
+	recorded  bool
 	// at is when the read of the record was sent (or the write of it, for
 	// the writer's own view): deadlines count from it, the earliest the
 	// record can have been as seen. got is when the answer came (zero if
@@ -45,27 +51,48 @@ func (v view) writeN() int {
 	return v.shards[len(v.shards)-1]
 }
 
+// trust is how long v may be used after it was read: the stricter of
+// l's HistoryTTL and the record's.
+func (v view) trust(l Layout) time.Duration {
+	if v.recorded {
+		return min(l.historyTTL(), v.ttl)
+	}
+	return l.historyTTL()
+}
+
 // deadline is when every request made under v must be done: a Reshard
-// waits this long after the record changes before anyone writes under
-// the next count, so no request of a process that did not see the change
-// can land after that.
-func (v view) deadline(l Layout) time.Time { return v.at.Add(l.fence()) }
+// waits at least this long after the record changes before anyone writes
+// under the next count, so no request of a process that did not see the
+// change can land after that.
+func (v view) deadline(l Layout) time.Time { return v.at.Add(fenceOf(v.trust(l))) }
+
+// waitFor is how long a process waits after a change of the record
+// before acting on it (activating a pending count, sweeping): the longer
+// of l's fence and the one the record asks for, so that a process with a
+// shorter HistoryTTL than another's still waits for the other's requests.
+func (v view) waitFor(l Layout) time.Duration {
+	if v.recorded {
+		return max(l.fence(), v.wait)
+	}
+	return l.fence()
+}
 
 // fence is how long a change of the record takes to reach every request
-// in flight: a view is trusted for HistoryTTL, and a request made under it
-// may take as long again (at least maxFlightFloor) before it is abandoned.
-func (l Layout) fence() time.Duration {
-	ttl := l.historyTTL()
-	return ttl + max(ttl, maxFlightFloor)
-}
+// in flight of a process with l's HistoryTTL (see fenceOf).
+func (l Layout) fence() time.Duration { return fenceOf(l.historyTTL()) }
+
+// fenceOf is the fence of a HistoryTTL: a view is trusted for ttl, and a
+// request made under it may take as long again (at least maxFlightFloor)
+// before it is abandoned.
+func fenceOf(ttl time.Duration) time.Duration { return ttl + max(ttl, maxFlightFloor) }
 
 // maxFlightFloor is the least time a request is given to complete, so
 // that a Layout that caches nothing (HistoryTTL < 0) still lets requests
 // run.
 const maxFlightFloor = time.Second
 
-// viewCache holds, per process, the view of each (table, base, layout
-// shape) that matched its record, so that one process sees its own
+// viewCache holds, per process, the view of each (database, table,
+// base, layout shape) that matched its record, so that one process sees its own
 // Reshard at once whatever client it uses. Concurrent first checks of one
 // key share one check (and its requests). It holds at most maxViews
 // entries and starts over when full.
@@ -96,8 +123,8 @@ type flight struct {
 }
 
 type viewKey struct {
-	table, base string
-	shape       shapeID
+	db, table, base string // db: databaseOf the client
+	shape           shapeID
 }
 
 // shapeID identifies a layout's shape as Layout.shape writes it, built
@@ -122,16 +149,16 @@ const maxViews = 1 << 16
 
 var views = &viewCache{m: map[viewKey]cached{}, inflight: map[inflightKey]*flight{}}
 
-func viewKeyOf(l Layout, base string) viewKey {
-	return viewKey{table: l.Table, base: base, shape: l.shapeID()}
+func viewKeyOf(db string, l Layout, base string) viewKey {
+	return viewKey{db: db, table: l.Table, base: base, shape: l.shapeID()}
 }
 
 // once runs check, or waits for the same check already running for the
 // key and shares its result. A waiter's own ctx bounds its wait; a shared
 // result that is the running caller's cancellation is not taken: the
 // waiter then checks for itself.
-func (c *viewCache) once(ctx context.Context, l Layout, base, op string, check func() (view, error)) (view, error) {
-	ik := inflightKey{viewKeyOf(l, base), op}
+func (c *viewCache) once(ctx context.Context, db string, l Layout, base, op string, check func() (view, error)) (view, error) {
+	ik := inflightKey{viewKeyOf(db, l, base), op}
 	for {
 		c.mu.Lock()
 		f, running := c.inflight[ik]
@@ -168,14 +195,18 @@ func (c *viewCache) lead(ik inflightKey, f *flight, check func() (view, error)) 
 	return f.v, f.err
 }
 
-// get returns the cached view of base if it is younger than maxAge.
-func (c *viewCache) get(l Layout, base string, maxAge time.Duration) (view, bool) {
+// get returns the cached view of base if it is younger than maxAge and
+// than the record's own HistoryTTL.
+func (c *viewCache) get(db string, l Layout, base string, maxAge time.Duration) (view, bool) {
 	if maxAge <= 0 {
 		return view{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, hit := c.m[viewKeyOf(l, base)]
+	e, hit := c.m[viewKeyOf(db, l, base)]
+	if e.v.recorded {
+		maxAge = min(maxAge, e.v.ttl)
+	}
 	if !hit || time.Since(e.v.at) >= maxAge {
 		return view{}, false
 	}
@@ -183,18 +214,18 @@ func (c *viewCache) get(l Layout, base string, maxAge time.Duration) (view, bool
 }
 
 // newest returns the cached view of base whatever its age.
-func (c *viewCache) newest(l Layout, base string) (view, bool) {
+func (c *viewCache) newest(db string, l Layout, base string) (view, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, hit := c.m[viewKeyOf(l, base)]
+	e, hit := c.m[viewKeyOf(db, l, base)]
 	return e.v, hit
 }
 
 // add records v, unless the cache holds a view of a later revision read
 // since (records only move forward), and returns when this process first
 // saw v's revision.
-func (c *viewCache) add(l Layout, base string, v view) time.Time {
-	k := viewKeyOf(l, base)
+func (c *viewCache) add(db string, l Layout, base string, v view) time.Time {
+	k := viewKeyOf(db, l, base)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, hit := c.m[k]
@@ -217,10 +248,10 @@ func (c *viewCache) add(l Layout, base string, v view) time.Time {
 // it), never the moment such a read was sent, which may precede the
 // change. A pending count's fence counts from it. v's own if the cache
 // holds another revision.
-func (c *viewCache) seen(l Layout, base string, v view) time.Time {
+func (c *viewCache) seen(db string, l Layout, base string, v view) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, hit := c.m[viewKeyOf(l, base)]; hit && e.v.rev == v.rev && !e.seen.IsZero() {
+	if e, hit := c.m[viewKeyOf(db, l, base)]; hit && e.v.rev == v.rev && !e.seen.IsZero() {
 		return e.seen
 	}
 	return v.since()
@@ -228,10 +259,10 @@ func (c *viewCache) seen(l Layout, base string, v view) time.Time {
 
 // forget drops the cached view of base, so that the next call reads the
 // record.
-func (c *viewCache) forget(l Layout, base string) {
+func (c *viewCache) forget(db string, l Layout, base string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.m, viewKeyOf(l, base))
+	delete(c.m, viewKeyOf(db, l, base))
 }
 
 // keysOf returns the distinct physical keys that may hold (base, id) under
