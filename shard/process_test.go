@@ -26,10 +26,11 @@ import (
 // The multi-process checker (mproc tests) runs real processes.
 
 // process is one simulated process's client. beforeUpdate, if set, is
-// called before each UpdateItem with its ordinal (from 1).
+// called before each UpdateItem with its ordinal (from 1); an error it
+// returns is the UpdateItem's, and the request is not sent.
 type process struct {
 	shard.Client
-	beforeUpdate func(k int)
+	beforeUpdate func(k int) error
 	mu           sync.Mutex
 	updates      int
 }
@@ -40,7 +41,9 @@ func (p *process) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, 
 	k := p.updates
 	p.mu.Unlock()
 	if p.beforeUpdate != nil {
-		p.beforeUpdate(k)
+		if err := p.beforeUpdate(k); err != nil {
+			return nil, err
+		}
 	}
 	return p.Client.UpdateItem(ctx, in, optFns...)
 }
@@ -339,10 +342,11 @@ func TestReshardLostRace(t *testing.T) {
 		name := s.Table(t, "pk:S", "sk:S")
 		announced := make(chan struct{})
 		pp := &process{Client: s.Client()}
-		pp.beforeUpdate = func(k int) {
+		pp.beforeUpdate = func(k int) error {
 			if k == 2 { // p's activation waits for q's announcement
 				<-announced
 			}
+			return nil
 		}
 		p := tableIn(t, pp, name, shard.Hash(8), 50*time.Millisecond)
 		q := tableIn(t, &process{Client: s.Client()}, name, shard.Hash(8), 50*time.Millisecond)
@@ -377,6 +381,34 @@ func TestReshardLostRace(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, shard.ErrConflict) {
 			t.Fatalf("Reshard(6): %v, want ErrConflict", err)
+		}
+	})
+}
+
+// TestRecordUpdateInTransaction: an update of the record that DynamoDB
+// refuses because a Rebalance's move holds the record in a transaction
+// (TransactionConflictException, which the SDK does not retry) is tried
+// again.
+func TestRecordUpdateInTransaction(t *testing.T) {
+	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
+		ctx := context.Background()
+		name := s.Table(t, "pk:S", "sk:S")
+		p := &process{Client: s.Client()}
+		p.beforeUpdate = func(k int) error {
+			if k <= 3 {
+				return &types.TransactionConflictException{Message: aws.String("injected")}
+			}
+			return nil
+		}
+		tbl := tableIn(t, p, name, shard.Hash(2), 50*time.Millisecond)
+		if err := tbl.Put(ctx, "day", Order{ID: "x", Amount: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := tbl.Reshard(ctx, "day", 4); err != nil || !slices.Equal(h, []int{2, 4}) {
+			t.Fatalf("Reshard through 3 conflicts: %v, %v, want [2 4]", h, err)
+		}
+		if p.updates != 5 {
+			t.Errorf("%d UpdateItems, want 5 (3 refused, the announcement, the activation)", p.updates)
 		}
 	})
 }

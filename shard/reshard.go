@@ -259,14 +259,28 @@ func (l Layout) setHistory(ctx context.Context, c reshardClient, base string, re
 		names["#t"], names["#f"] = attrTTL, attrWait
 		values[":t"], values[":f"] = millis(next.ttl), millis(next.wait)
 	}
-	_, err = observe.Do(ctx, c.UpdateItem, &dynamodb.UpdateItemInput{
+	in := &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(l.Table),
 		Key:                       key,
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	})
+	}
+	// A Rebalance's move checks the record in a transaction, and DynamoDB
+	// refuses a write of an item a transaction holds with a
+	// TransactionConflictException, which the SDK does not retry: the
+	// move is short, so try again a few times.
+	for wait := 10 * time.Millisecond; ; wait *= 2 {
+		_, err = observe.Do(ctx, c.UpdateItem, in)
+		var tce *types.TransactionConflictException
+		if !errors.As(err, &tce) || wait > 640*time.Millisecond {
+			break
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
 	if err != nil && !isCondFailed(err) {
 		return fmt.Errorf("shard: update layout record of table %s base %q: %w", l.Table, clip(base), err)
 	}
