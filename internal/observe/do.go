@@ -18,8 +18,11 @@ type Op[I, O any] func(context.Context, *I, ...func(*dynamodb.Options)) (*O, err
 // it, or a provider on the client), in asks DynamoDB for its consumed
 // capacity per table and index (ReturnConsumedCapacity INDEXES, unless
 // the caller set it) and what the answer reports is added to the call,
-// its Tally and the metrics. Otherwise in is sent as it is.
+// its Tally and the metrics. Otherwise in is sent as it is. Either way,
+// if ctx has a deadline, the request is not sent once it has passed
+// (see deadline.go).
 func Do[I, O any](ctx context.Context, op Op[I, O], in *I, optFns ...func(*dynamodb.Options)) (*O, error) {
+	optFns = withDeadlineCheck(ctx, optFns)
 	st := from(ctx)
 	if st == nil {
 		return op(ctx, in, optFns...)
