@@ -78,6 +78,7 @@ type linOp struct {
 	conflict    bool // a conditional write that did not apply
 	found       bool // Get
 	got         int
+	by          string // who called it, for reports (the multi-process checker: the child)
 }
 
 type linState struct {
@@ -491,8 +492,12 @@ func dumpOps(ops []linOp) string {
 		if op.ret != math.MaxInt64 {
 			ret = fmt.Sprint(time.Duration(op.ret))
 		}
-		out += fmt.Sprintf("  %v..%s %v arg=%d expect=%d conflict=%v unknown=%v found=%v got=%d\n",
-			time.Duration(op.call), ret, op.kind, op.arg, op.expect, op.conflict, op.unknown, op.found, op.got)
+		by := ""
+		if op.by != "" {
+			by = " by " + op.by
+		}
+		out += fmt.Sprintf("  %v..%s %v arg=%d expect=%d conflict=%v unknown=%v found=%v got=%d%s\n",
+			time.Duration(op.call), ret, op.kind, op.arg, op.expect, op.conflict, op.unknown, op.found, op.got, by)
 	}
 	return out
 }
