@@ -198,8 +198,8 @@
 // Errors match the families every dynashard package shares: ErrInvalid
 // (input refused before any request: a bad Layout at New, matching
 // ErrInvalidLayout; a nil ctx, a bad key, an unknown part, an attribute
-// of T no part holds, an update naming another part's attribute, a part
-// too large, matching ErrItemTooLarge), ErrNotFound (a part a Put or
+// of T no part holds, an update naming an attribute the part does not
+// hold, a part too large, matching ErrItemTooLarge), ErrNotFound (a part a Put or
 // Update needs does not exist, an item none of whose parts exists) and
 // ErrConflict (a version or condition failed, Create found a part, or a
 // concurrent transaction won; nothing was written). Errors about a part

@@ -209,8 +209,10 @@ func advance(p *part, av map[string]types.AttributeValue) (expression.ConditionB
 // Update applies update to one part of the item with key k, with one
 // UpdateItem, on the condition that the part exists and its
 // Options.Conditions entry holds; a versioned part's version is advanced
-// by one. update may name only the part's own attributes (not the keys,
-// not its version, not another part's attributes). It returns the
+// by one. The paths of update must begin at one of the part's own
+// attributes: an update naming a key, the part's version, another part's
+// attribute or one no part holds is refused with ErrInvalid before any
+// request. Past that first name, a path may name any field. It returns the
 // logical key and the part's attributes as stored after the update (other
 // fields of T at their zero value). It fails with ErrNotFound when the
 // part does not exist and ErrConflict when the condition does not hold.
@@ -247,17 +249,8 @@ func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update ex
 	if err != nil {
 		return zero, fmt.Errorf("%w: split: Update %v part %q: %w", ErrInvalid, k, p.Name, err)
 	}
-	for _, name := range alone.Names() {
-		owner := s.owner[name]
-		bad := name == s.l.PartitionKey || name == s.l.SortKey || name == p.Version || (owner != nil && owner != p)
-		if p.Large != nil {
-			// Nothing but the part's other attributes: not its value, not
-			// the chunk store's attributes.
-			bad = bad || owner != p || name == p.Large.Attribute
-		}
-		if bad {
-			return zero, fmt.Errorf("%w: split: Update %v part %q: the update names %q, which the part does not hold", ErrInvalid, k, p.Name, name)
-		}
+	if err := s.checkUpdateNames(p, aws.ToString(alone.Update()), alone.Names()); err != nil {
+		return zero, fmt.Errorf("%w: split: Update %v part %q: %w", ErrInvalid, k, p.Name, err)
 	}
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
 	if err != nil {
@@ -297,6 +290,58 @@ func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update ex
 	p.copyAttrs(av, out.Attributes)
 	var v T
 	return v, s.decode(av, &v, o)
+}
+
+// checkUpdateNames checks the attribute names of an update of part p, as
+// package expression builds it: every name at the top level of a path must
+// be one of the part's own attributes (not a key, not its version, not
+// another part's or no part's attribute), whatever it does there (SET,
+// ADD, REMOVE, DELETE, or an operand read). A path into one of them may
+// name any field. A part with a Large value takes no paths: every name
+// must be one of its other attributes.
+func (s *Store[T]) checkUpdateNames(p *part, update string, names map[string]string) error {
+	top := topLevel(update)
+	for ph, name := range names {
+		if !top[ph] && p.Large == nil {
+			continue
+		}
+		switch {
+		case name == s.l.PartitionKey || name == s.l.SortKey:
+			return fmt.Errorf("the update names %q, a key attribute", name)
+		case name == p.Version:
+			return fmt.Errorf("the update names %q, the part's version (split advances it)", name)
+		case p.Large != nil && !top[ph]:
+			return fmt.Errorf("the update has a path into %q: a part with a Large value takes whole attributes only", name)
+		case p.Large != nil && name == p.Large.Attribute:
+			return fmt.Errorf("the update names %q, the part's Large value (Put writes it)", name)
+		case s.owner[name] == nil:
+			return fmt.Errorf("the update names %q, which no part holds", name)
+		case s.owner[name] != p:
+			return fmt.Errorf("the update names %q, which part %q holds", name, s.owner[name].Name)
+		}
+	}
+	return nil
+}
+
+// topLevel returns the name placeholders ("#0") that begin a path in an
+// update expression: those not preceded by "." (a field of a map). A
+// placeholder used both ways is top-level.
+func topLevel(update string) map[string]bool {
+	top := map[string]bool{}
+	for i := 0; i < len(update); i++ {
+		if update[i] != '#' {
+			continue
+		}
+		j := i + 1
+		for j < len(update) && (update[j] == '_' || update[j] >= '0' && update[j] <= '9' || update[j] >= 'a' && update[j] <= 'z' || update[j] >= 'A' && update[j] <= 'Z') {
+			j++
+		}
+		if i == 0 || update[i-1] != '.' {
+			top[update[i:j]] = true
+		}
+		i = j - 1
+	}
+	return top
 }
 
 // withVersion adds "#splitVersion = if_not_exists(#splitVersion,
