@@ -2,6 +2,7 @@ package split
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -9,9 +10,11 @@ import (
 )
 
 // Key is a logical item's key: the values of the Layout's PartitionKey and
-// SortKey attributes, as text (a number of an N key in decimal, "21").
-// SK is empty when the Layout has no SortKey. With a sharded part, PK is
-// the base and SK the id.
+// SortKey attributes, as text. SK is empty when the Layout has no SortKey.
+// With a sharded part, PK is the base and SK the id. The value of an N key
+// is a number as DynamoDB takes it: "21", "21.0", "2.1E1" and "021" are
+// one key. Every Key the Store returns (Result.Key) holds it in plain
+// decimal, as DynamoDB returns numbers ("21").
 type Key struct {
 	PK string
 	SK string
@@ -52,21 +55,57 @@ func value(v string, t types.ScalarAttributeType) types.AttributeValue {
 	return &types.AttributeValueMemberS{Value: v}
 }
 
-// checkKey validates k against the Layout before any request.
-func (l Layout) checkKey(k Key) error {
+// checkKey validates k against the Layout before any request, and
+// returns it with the value of an N key in plain decimal, as DynamoDB
+// returns numbers ("21.0", "2.1E1" and "021" are "21"): one number is one
+// key however it is spelt, and decodes into any Go number type that holds
+// it.
+func (l Layout) checkKey(k Key) (Key, error) {
 	if err := ddbsize.CheckKeyValue(l.PartitionKey, value(k.PK, l.PartitionKeyType), false); err != nil {
-		return fmt.Errorf("%w: split: key %v: %w", ErrInvalid, k, err)
+		return k, fmt.Errorf("%w: split: key %v: %w", ErrInvalid, k, err)
 	}
 	if l.SortKey == "" {
 		if k.SK != "" {
-			return fmt.Errorf("%w: split: key %v: the layout has no sort key", ErrInvalid, k)
+			return k, fmt.Errorf("%w: split: key %v: the layout has no sort key", ErrInvalid, k)
 		}
-		return nil
+		return Key{PK: plain(k.PK, l.PartitionKeyType)}, nil
 	}
 	if err := ddbsize.CheckKeyValue(l.SortKey, value(k.SK, l.SortKeyType), true); err != nil {
-		return fmt.Errorf("%w: split: key %v: %w", ErrInvalid, k, err)
+		return k, fmt.Errorf("%w: split: key %v: %w", ErrInvalid, k, err)
 	}
-	return nil
+	return Key{PK: plain(k.PK, l.PartitionKeyType), SK: plain(k.SK, l.SortKeyType)}, nil
+}
+
+// plain returns v, a value of type t that CheckKeyValue accepted: for an
+// N, the number in plain decimal without exponent or needless zeros, as
+// DynamoDB returns it ("2.1E1" is "21", "1.5E-7" is "0.00000015").
+func plain(v string, t types.ScalarAttributeType) string {
+	if keyType(t) != types.ScalarAttributeTypeN {
+		return v
+	}
+	n, err := ddbsize.ParseNumber(v)
+	if err != nil || n.Digits == "" {
+		return "0" // an error is not reached: CheckKeyValue parsed v
+	}
+	var b strings.Builder
+	if n.Neg {
+		b.WriteByte('-')
+	}
+	d := n.Digits
+	switch {
+	case n.Exp >= len(d)-1: // a whole number: the digits, then zeros
+		b.WriteString(d)
+		b.WriteString(strings.Repeat("0", n.Exp-(len(d)-1)))
+	case n.Exp >= 0:
+		b.WriteString(d[:n.Exp+1])
+		b.WriteByte('.')
+		b.WriteString(d[n.Exp+1:])
+	default:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -n.Exp-1))
+		b.WriteString(d)
+	}
+	return b.String()
 }
 
 // key returns the primary key of the part's item for the logical key k,
@@ -146,5 +185,5 @@ func (l Layout) keyOf(av map[string]types.AttributeValue) (Key, error) {
 			return Key{}, err
 		}
 	}
-	return k, l.checkKey(k)
+	return l.checkKey(k)
 }

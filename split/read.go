@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -84,10 +85,12 @@ func (s *Store[T]) getMany(ctx context.Context, c observe.Call, ks []Key, parts 
 	slots := map[string]*slot{}
 	first := make([]int, len(ks)) // index of the first key equal to ks[i]
 	var keys []batch.Key
+	ks = slices.Clone(ks) // each in the form DynamoDB returns it
 	for i, k := range ks {
-		if err := s.l.checkKey(k); err != nil {
+		if k, err = s.l.checkKey(k); err != nil {
 			return nil, err
 		}
+		ks[i] = k
 		first[i] = i
 		for j, p := range ps {
 			km, err := p.key(s.l, k)

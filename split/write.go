@@ -233,7 +233,7 @@ func (s *Store[T]) Update(ctx context.Context, k Key, partName string, update ex
 	}
 	p := ps[0]
 	describe(call, &k, ps)
-	if err := s.l.checkKey(k); err != nil {
+	if k, err = s.l.checkKey(k); err != nil {
 		return zero, err
 	}
 	km, err := p.key(s.l, k)
@@ -368,7 +368,7 @@ func (s *Store[T]) Delete(ctx context.Context, k Key, optFns ...func(*Options)) 
 		return err
 	}
 	describe(call, &k, s.order)
-	if err := s.l.checkKey(k); err != nil {
+	if k, err = s.l.checkKey(k); err != nil {
 		return err
 	}
 	ws := make([]write, 0, len(s.order))
