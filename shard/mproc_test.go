@@ -72,14 +72,13 @@ func mprocScenes(name string) (mprocScene, bool) {
 		c.Proxy = mprocFaults{Latency: d, Jitter: d / 2, Ops: []string{"TransactWriteItems"}}
 		return c
 	}
-	reader := func(ttl time.Duration) mprocChild {
-		c := role(mprocReader, ttl)
-		c.Eventual = true
-		return c
-	}
+	// A process whose Gets are all eventually consistent keeps its view
+	// for its HistoryTTL (a consistent Get reads the record afresh).
+	eventual := func(c mprocChild) mprocChild { c.Eventual = true; return c }
+	reader := func(ttl time.Duration) mprocChild { return eventual(role(mprocReader, ttl)) }
 	switch name {
 	case "mixed":
-		w2 := worker(2 * time.Second)
+		w2 := eventual(worker(2 * time.Second))
 		w2.ExactlyOnce, w2.Grower = true, true
 		w2.Proxy.ThrottleRate, w2.Proxy.Ops = 0.15, []string{"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 		ld := worker(100 * ms)
@@ -92,7 +91,7 @@ func mprocScenes(name string) (mprocScene, bool) {
 			{name: "rs", cfg: role(mprocResharder, 100*ms), chaos: true, midPause: 0.2, midKill: 0.05},
 			{name: "rb", cfg: slowMoves(role(mprocRebalancer, time.Second), 40*ms), chaos: true, midPause: 0.3, midKill: 0.1},
 			{name: "rd", cfg: reader(5 * time.Second), chaos: true},
-		}, summary: "workers at HistoryTTL 100 ms (plain) and 2 s (ExactlyOnce, Grower), a loader whose batches wait 0.5–2 s (fence 1.1 s), a resharder at 100 ms, a rebalancer at 1 s with 40 ms moves, a reader of eventually consistent Gets at 5 s; random pauses and kills, pauses and kills mid-Rebalance"}, true
+		}, summary: "workers at HistoryTTL 100 ms (plain) and 2 s (ExactlyOnce, Grower, eventually consistent Gets), a loader whose batches wait 0.5–2 s (fence 1.1 s), a resharder at 100 ms, a rebalancer at 1 s with 40 ms moves, a reader of eventually consistent Gets at 5 s; random pauses and kills, pauses and kills mid-Rebalance"}, true
 	case "control": // what the protocol of fee1688 holds: one HistoryTTL, kills, no pauses
 		ld := worker(100 * ms)
 		ld.Kinds = []linKind{linLoad, linGet}
@@ -112,10 +111,10 @@ func mprocScenes(name string) (mprocScene, bool) {
 		}, summary: "a Rebalance with 80 ms moves paused 2–8 s mid-sweep while a resharder reshards and rebalances, all at HistoryTTL 100 ms"}, true
 	case "ttl": // class 2
 		return mprocScene{bases: []string{"b1"}, ids: 4, slots: []mprocSlot{
-			{name: "wA", cfg: worker(5 * time.Second)},
+			{name: "wA", cfg: eventual(worker(5 * time.Second))},
 			{name: "wB", cfg: worker(100 * ms)},
 			{name: "rs", cfg: role(mprocResharder, 100*ms)},
-		}, summary: "a writer at HistoryTTL 5 s (50× the resharder's), another at 100 ms, a resharder at 100 ms; no pauses"}, true
+		}, summary: "a writer at HistoryTTL 5 s (50× the resharder's) with eventually consistent Gets, another at 100 ms, a resharder at 100 ms; no pauses"}, true
 	case "reader": // class 3
 		return mprocScene{bases: []string{"b1"}, ids: 20, seed: true, slots: []mprocSlot{
 			{name: "rd", cfg: reader(10 * time.Second)},
