@@ -199,13 +199,17 @@
 // (input refused before any request: a bad Layout at New, matching
 // ErrInvalidLayout; a nil ctx, a bad key, an unknown part, an attribute
 // of T no part holds, an update naming an attribute the part does not
-// hold, a part too large, matching ErrItemTooLarge), ErrNotFound (a part a Put or
-// Update needs does not exist, an item none of whose parts exists) and
-// ErrConflict (a version or condition failed, Create found a part, or a
-// concurrent transaction won; nothing was written). Errors about a part
-// are a *PartError naming it. SDK errors are wrapped once and stay
-// reachable with errors.As (*types.TransactionCanceledException and its
-// CancellationReasons, *types.ConditionalCheckFailedException). A write
+// hold, a part too large, matching ErrItemTooLarge), ErrNotFound (a part
+// a Put or Update needs does not exist, an item none of whose parts
+// exists) and ErrConflict (a version or condition failed, Create found a
+// part, or a concurrent transaction won; nothing was written). Errors
+// about a part are a *PartError naming it. SDK errors are wrapped once and
+// stay reachable with errors.As (*types.TransactionCanceledException and
+// its CancellationReasons, *types.ConditionalCheckFailedException). A Get
+// or GetMany whose BatchGetItems get nothing through for 10 s gives up
+// with a *PartError naming the first part item not read; the last
+// throttling error (*types.ProvisionedThroughputExceededException, …)
+// stays reachable too. A write
 // that fails with any other error may or may not have been applied, as
 // with any DynamoDB write; a transaction is applied whole or not at all.
 //

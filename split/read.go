@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/batch"
 	"github.com/dynashard/dynashard/internal/observe"
 )
@@ -30,7 +33,10 @@ type Result[T any] struct {
 // with ErrNotFound when none of the parts exists; otherwise a missing
 // part is listed in Result.Missing. Each part is read as its table holds
 // it at the time of the read: with eventually consistent reads (the
-// default) a part written a moment ago may be old or missing.
+// default) a part written a moment ago may be old or missing. A read that
+// gets nothing through for 10 s (throttled every time, say) gives up with
+// a *PartError naming the first part item not read. The SDK's last
+// throttling error stays reachable with errors.As.
 func (s *Store[T]) Get(ctx context.Context, k Key, parts []string, optFns ...func(*Options)) (r Result[T], err error) {
 	ctx, call := s.start(ctx, "split.Get")
 	defer func() { call.End(ctx, err) }()
@@ -52,7 +58,9 @@ func (s *Store[T]) Get(ctx context.Context, k Key, parts []string, optFns ...fun
 // it is no error. The value of a part with a Large attribute is then read
 // through its chunk store (nothing more for a value inline in the item;
 // its chunks' BatchGetItems, or its object, otherwise), one item after
-// another. On a failure it returns the error and no results.
+// another. On a failure it returns the error and no results: a
+// *PartError naming the first part item not read when the BatchGetItems
+// gave up, as for Get.
 func (s *Store[T]) GetMany(ctx context.Context, ks []Key, parts []string, optFns ...func(*Options)) (rs []Result[T], err error) {
 	ctx, call := s.start(ctx, "split.GetMany")
 	defer func() { call.End(ctx, err) }()
@@ -106,13 +114,25 @@ func (s *Store[T]) getMany(ctx context.Context, c observe.Call, ks []Key, parts 
 			keys = append(keys, batch.Key{Table: p.table, Key: km})
 		}
 	}
-	items, err := s.batchGet(ctx, keys, ps, o)
-	if err != nil {
-		return nil, err
-	}
 	byTable := make(map[string]*part, len(ps))
 	for _, p := range ps {
 		byTable[p.table] = p
+	}
+	items, err := s.batchGet(ctx, keys, ps, o)
+	if err != nil {
+		var ue *batch.UnprocessedError
+		if !errors.As(err, &ue) || len(ue.Keys) == 0 {
+			return nil, err
+		}
+		// Name the first part item not read.
+		bk := ue.Keys[0]
+		p := byTable[bk.Table]
+		if p == nil || slots[p.fingerprint(bk.Key)] == nil {
+			return nil, err // not reached: every key is a slot's
+		}
+		sl := slots[p.fingerprint(bk.Key)]
+		return nil, &PartError{Part: p.Name, Table: p.table, Key: ks[sl.key],
+			Err: fmt.Errorf("%d of %d part items not read, this one first: %w", len(ue.Keys), len(keys), err)}
 	}
 	for _, it := range items {
 		p := byTable[it.Table]
@@ -149,13 +169,17 @@ func (s *Store[T]) getMany(ctx context.Context, c observe.Call, ks []Key, parts 
 }
 
 // batchGet reads keys with internal/batch's Get (split into requests of
-// 100 keys, unprocessed keys retried with backoff).
+// 100 keys, unprocessed keys retried with backoff). When it gives up on
+// throttling (batch.ErrStalled: batch.DefaultStallTimeout without
+// progress), the error wraps the last throttling error too, so that the
+// SDK's error stays reachable with errors.As.
 func (s *Store[T]) batchGet(ctx context.Context, keys []batch.Key, ps []*part, o Options) ([]batch.Item, error) {
 	keyAttrs := make(map[string][]string, len(ps))
 	for _, p := range ps {
 		keyAttrs[p.table] = p.keys
 	}
-	items, _, err := batch.Get(ctx, s.c, keys, func(bo *batch.Options) {
+	c := &throttleNote{c: s.c}
+	items, _, err := batch.Get(ctx, c, keys, func(bo *batch.Options) {
 		bo.ConsistentRead = o.ConsistentRead
 		bo.KeyAttributes = keyAttrs
 	})
@@ -164,9 +188,37 @@ func (s *Store[T]) batchGet(ctx context.Context, keys []batch.Key, ps []*part, o
 		if errors.As(err, &ie) {
 			return nil, fmt.Errorf("%w: split: %w", ErrInvalid, err)
 		}
+		if last := c.lastErr(); last != nil && !errors.Is(err, last) {
+			return nil, fmt.Errorf("split: BatchGetItem: %w (the last throttling error: %w)", err, last)
+		}
 		return nil, fmt.Errorf("split: BatchGetItem: %w", err)
 	}
 	return items, nil
+}
+
+// throttleNote is the client of one call's BatchGetItems: it keeps the
+// last throttling error, which internal/batch retries and does not report
+// when it gives up for want of progress.
+type throttleNote struct {
+	c    batch.GetAPI
+	mu   sync.Mutex
+	last error
+}
+
+func (n *throttleNote) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out, err := n.c.BatchGetItem(ctx, in, optFns...)
+	if backoff.IsThrottle(err) {
+		n.mu.Lock()
+		n.last = err
+		n.mu.Unlock()
+	}
+	return out, err
+}
+
+func (n *throttleNote) lastErr() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.last
 }
 
 // result assembles the Result of key k from the items found for each part
