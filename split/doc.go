@@ -203,7 +203,9 @@
 // a Put or Update needs does not exist, an item none of whose parts
 // exists) and ErrConflict (a version or condition failed, Create found a
 // part, or a concurrent transaction won; nothing was written). Errors
-// about a part are a *PartError naming it. SDK errors are wrapped once and
+// about a part are a *PartError naming it; a transaction refused on
+// several parts joins one per part (errors.As finds the first, PartErrors
+// lists them all). SDK errors are wrapped once and
 // stay reachable with errors.As (*types.TransactionCanceledException and
 // its CancellationReasons, *types.ConditionalCheckFailedException). A Get
 // or GetMany whose BatchGetItems get nothing through for 10 s gives up

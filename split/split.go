@@ -109,7 +109,9 @@ func (o Options) apply(optFns []func(*Options)) Options {
 
 // PartError reports what went wrong with one part of a logical item. It
 // matches whatever Err matches (ErrConflict, ErrNotFound, ErrItemTooLarge,
-// an SDK error through errors.As).
+// an SDK error through errors.As). A transaction refused on several parts
+// fails with one PartError per part, joined: errors.As finds the first,
+// [PartErrors] every one.
 type PartError struct {
 	Part  string // the part's name
 	Table string // its table
@@ -122,6 +124,29 @@ func (e *PartError) Error() string {
 }
 
 func (e *PartError) Unwrap() error { return e.Err }
+
+// PartErrors returns every *PartError in err's tree, in the order
+// errors.As visits them (depth first), so the first is the one errors.As
+// finds. It returns nil for an error without one.
+func PartErrors(err error) []*PartError {
+	var out []*PartError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case *PartError:
+			out = append(out, e)
+		case interface{ Unwrap() []error }:
+			for _, c := range e.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
 
 // Store reads and writes logical items of type T whose parts live in the
 // tables a Layout describes. Create it with New; the zero Store is not
