@@ -189,8 +189,14 @@ func New[T any](c Client, l Layout, optFns ...func(*Options)) (*Store[T], error)
 	return s, nil
 }
 
-// Layout returns a copy of the Store's layout.
-func (s *Store[T]) Layout() Layout { return s.l.clone() }
+// Layout returns a copy of the Store's layout: the zero Layout for a nil
+// or zero Store.
+func (s *Store[T]) Layout() Layout {
+	if s == nil {
+		return Layout{}
+	}
+	return s.l.clone()
+}
 
 // start opens the logical call op ("split.Get": span
 // "dynashard.split.Get"; a constant, so that an unobserved call allocates
