@@ -11,11 +11,15 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
@@ -130,7 +134,7 @@ func (f *proxyFlags) defineFaults(fs *flag.FlagSet) {
 		"burst-window": &c.Partition.BurstWindow, "adaptive-delay": &c.Partition.AdaptiveDelay, "burst": &c.Burst}
 	fs.DurationVar(&c.Latency, "latency", 0, "fault: delay added to every selected request")
 	fs.DurationVar(&c.Jitter, "jitter", 0, "fault: random extra delay, up to this")
-	fs.StringVar(&f.ops, "ops", "", "faults apply only to this `list` of comma-separated operations (BatchWriteItem,Query); default all")
+	fs.StringVar(&f.ops, "ops", "", "faults apply only to this `list` of comma-separated DynamoDB operations (BatchWriteItem,Query), checked against the SDK's; default all")
 	fs.StringVar(&f.keys, "keys", "", "faults apply only to requests touching this `list` of comma-separated partition-key values (S and N as written, B in base64); default all")
 }
 
@@ -160,6 +164,9 @@ func (f *proxyFlags) check() error {
 		return err
 	}
 	f.cfg.Ops, f.cfg.Keys = list(f.ops), list(f.keys)
+	if err := checkOps(f.cfg.Ops); err != nil {
+		return err
+	}
 	f.cfg.Partition.PartitionSize = int64(f.partitionSize)
 	f.cfg.Partition.Tables = f.tables.m
 	return nil
@@ -256,6 +263,72 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// checkOps refuses an -ops entry that names no DynamoDB operation: the
+// proxy would select no request with it and inject nothing.
+func checkOps(ops []string) error {
+	known := dynamoOps()
+	for _, op := range ops {
+		if known[op] {
+			continue
+		}
+		if near := nearestOp(op, known); near != "" {
+			return fmt.Errorf("-ops: %q is no DynamoDB operation: did you mean %s?", op, near)
+		}
+		return fmt.Errorf("-ops: %q is no DynamoDB operation: want names such as BatchWriteItem or Query, as the SDKs spell them", op)
+	}
+	return nil
+}
+
+// dynamoOps is the set of DynamoDB operation names: the methods of the
+// SDK's client that take the operation's input (PutItem, Query, …).
+var dynamoOps = sync.OnceValue(func() map[string]bool {
+	ops := map[string]bool{}
+	t := reflect.TypeFor[*dynamodb.Client]()
+	for i := range t.NumMethod() {
+		m := t.Method(i)
+		if in := m.Type; in.NumIn() >= 3 && in.In(2).Kind() == reflect.Pointer && in.In(2).Elem().Name() == m.Name+"Input" {
+			ops[m.Name] = true
+		}
+	}
+	return ops
+})
+
+// nearestOp returns the operation op was probably meant to be: the same
+// name in another case, else the closest within three edits; "" if none.
+func nearestOp(op string, known map[string]bool) string {
+	best, bestD := "", 4
+	for _, k := range sortedKeys(known) {
+		if strings.EqualFold(k, op) {
+			return k
+		}
+		if d := editDistance(strings.ToLower(k), strings.ToLower(op)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // list splits a comma-separated flag, dropping empty entries.
