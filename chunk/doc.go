@@ -56,8 +56,8 @@
 // repeat, and tell Sweep a version's age without reading anything.
 //
 // Payloads whose stored form is at most Options.InlineLimit bytes (4 KiB
-// by default) stay inline in the parent, with no chunks (the guide's short
-// message).
+// by default; below ChunkSize, which New checks) stay inline in the
+// parent, with no chunks (the guide's short message).
 //
 // # Compression
 //

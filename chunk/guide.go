@@ -37,7 +37,7 @@ type Guide struct {
 	// for Put, and for PutReader as soon as it reads the bad bytes, its
 	// chunks then removed) and cuts chunks on rune boundaries, so a
 	// chunk may hold up to 3 bytes less than ChunkSize; InlineLimit is
-	// then at most ChunkSize-4.
+	// then at most ChunkSize-4 (New refuses more).
 	DataAttribute string
 	DataType      types.ScalarAttributeType
 
@@ -133,13 +133,19 @@ func (o *Options) resolveGuide(method string) error {
 	case text && o.ChunkSize < utf8.UTFMax:
 		return invalid(method, "Options.ChunkSize %d with Options.Guide's S attributes: a chunk must hold a whole rune (%d bytes)", o.ChunkSize, utf8.UTFMax)
 	}
-	if text && o.InlineLimit > o.ChunkSize-utf8.UTFMax {
-		// Text chunks are cut on rune boundaries, so any chunk but the
-		// last may be up to 3 bytes short of ChunkSize: only a first chunk
-		// shorter than that is known to be the whole payload.
-		o.InlineLimit = o.ChunkSize - utf8.UTFMax
-	}
 	return nil
+}
+
+// maxInlineLimit is the largest InlineLimit o can work with: below
+// ChunkSize, as Put tells a payload is inline from its first chunk. Text
+// chunks (the guide's layout, written) are cut on rune boundaries, so any
+// chunk but the last may be up to 3 bytes short of ChunkSize: only a first
+// chunk shorter than that is known to be the whole payload.
+func (o *Options) maxInlineLimit() int {
+	if g := o.Guide; g != nil && g.Write && (g.DataType == types.ScalarAttributeTypeS || g.InlineType == types.ScalarAttributeTypeS) {
+		return o.ChunkSize - utf8.UTFMax
+	}
+	return o.ChunkSize - 1
 }
 
 // guideWrites reports whether Put writes the guide's layout.

@@ -98,8 +98,12 @@ type Options struct {
 	ChunkSize int
 
 	// InlineLimit is the largest stored payload kept in the parent item
-	// instead of in chunks. Zero means DefaultInlineLimit; negative stores
-	// every non-empty payload in chunks.
+	// instead of in chunks. It must be below ChunkSize (at most
+	// ChunkSize-4 when Guide.Write writes text): Put tells a payload is
+	// inline from its first chunk. New refuses a larger one with
+	// ErrInvalid. Zero means DefaultInlineLimit, or the most ChunkSize
+	// allows if that is less. Negative stores every non-empty payload in
+	// chunks.
 	InlineLimit int
 
 	// MaxSize is the largest payload Put accepts, in bytes before
@@ -226,7 +230,7 @@ type Store struct {
 // for a nil client (also a typed nil such as (*dynamodb.Client)(nil)), an
 // empty table name, the same table for both, and options that could never
 // work: a ChunkSize that cannot fit an item, an InlineLimit above the item
-// limit, a negative MaxSize, ReadAttempts, Grace or MaxConcurrency, a
+// limit or not below ChunkSize, a negative MaxSize, ReadAttempts, Grace or MaxConcurrency, a
 // ChunkKeyAttribute longer than 255 bytes, an unknown Compression, or an
 // Options.Guide it cannot work with (a type other than S or B, a name of
 // the store's own or longer than 255 bytes, a DataAttribute that is the
@@ -266,7 +270,8 @@ func resolveOptions(method string, o Options) (Options, int, error) {
 	if o.ChunkSize == 0 {
 		o.ChunkSize = DefaultChunkSize
 	}
-	if o.InlineLimit == 0 {
+	defaultInline := o.InlineLimit == 0
+	if defaultInline {
 		o.InlineLimit = DefaultInlineLimit
 	}
 	if o.MaxSize == 0 {
@@ -322,10 +327,13 @@ func resolveOptions(method string, o Options) (Options, int, error) {
 	if err != nil {
 		return Options{}, 0, err
 	}
-	if o.InlineLimit >= o.ChunkSize {
-		// Put decides on inlining from the first chunk, which is known to
-		// be the only one only if it is short.
-		o.InlineLimit = o.ChunkSize - 1
+	// Put decides on inlining from the first chunk, which is known to be
+	// the only one only if it is short.
+	if limit := o.maxInlineLimit(); defaultInline {
+		o.InlineLimit = min(o.InlineLimit, limit)
+	} else if o.InlineLimit > limit {
+		return Options{}, 0, invalid(method, "Options.InlineLimit %d above %d, the most Options.ChunkSize %d allows: Put tells a payload is inline from its first chunk",
+			o.InlineLimit, limit, o.ChunkSize)
 	}
 	maxStored := o.MaxSize + o.MaxSize/64 + 1<<16 // compression can grow data a little
 	return o, int((maxStored + int64(o.ChunkSize) - 1) / int64(o.ChunkSize)), nil
