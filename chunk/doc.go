@@ -276,6 +276,10 @@
 // the length where the parent records ChunkBytes (and the SHA-256 where it
 // records ChunkSHA256). Info.NoChecksum says so, and Info.Size is -1 for a
 // chunked payload whose length is recorded nowhere until Get has read it.
+// A parent with both a ChunkCount above 0 and a non-empty Message holds
+// two payloads, which the guide never writes: it is a *CorruptError ("both
+// inline data and chunks"), not one or the other. An empty Message beside
+// chunks is the guide's blank one, and the chunks are read.
 // Text damaged into other valid text cannot be told from the payload.
 // Without Options.Guide, a parent whose ChunkVersion is a number is a
 // *CorruptError and the guide's short message is no payload (ErrNotFound).

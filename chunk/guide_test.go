@@ -208,7 +208,8 @@ func TestGuideRead(t *testing.T) {
 }
 
 // TestGuideReadVerifies: what a guide-layout read checks: every one of
-// ChunkCount chunks present, and the length where ChunkBytes records one.
+// ChunkCount chunks present, the length where ChunkBytes records one, and
+// no text in Message beside chunks.
 func TestGuideReadVerifies(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
 		ctx := context.Background()
@@ -233,6 +234,25 @@ func TestGuideReadVerifies(t *testing.T) {
 		}
 		if _, _, err := st.Get(ctx, g.thread1); !errors.As(err, &ce) {
 			t.Errorf("Get with ChunkBytes 13 for 12 bytes: %v, want a *CorruptError", err)
+		}
+
+		// ChunkCount with a non-empty Message holds two payloads: the
+		// package doc says which reads are refused.
+		setMessage := func(m string) {
+			t.Helper()
+			g.writeGuideItems(t, []string{"aaaa", "bbbb", "cccc"})
+			if _, err := g.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &g.reply, Key: g.thread1.item(),
+				UpdateExpression: aws.String("SET Message = :m"), ExpressionAttributeValues: map[string]types.AttributeValue{":m": s(m)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setMessage("also inline")
+		if _, _, err := st.Get(ctx, g.thread1); !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Get of ChunkCount 3 with a Message: %v, want a *CorruptError", err)
+		}
+		setMessage("") // the guide's blank Message beside chunks
+		if data, _, err := st.Get(ctx, g.thread1); err != nil || string(data) != "aaaabbbbcccc" {
+			t.Errorf("Get of ChunkCount 3 with an empty Message: %q, %v; want the chunks' text", data, err)
 		}
 	})
 }
