@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -128,8 +129,9 @@ type baseWatch struct {
 }
 
 // NewGrower returns a Grower with the options optFns set. It returns an
-// error matching ErrInvalid for a negative field, a Threshold above 1, a
-// Factor of 1, or a MaxN above [MaxN].
+// error matching ErrInvalid for a negative field, a NaN Threshold or
+// ShrinkBelow, a Threshold above 1, an infinite ShrinkBelow, a Factor of
+// 1, or a MaxN above [MaxN].
 func NewGrower(optFns ...func(*GrowOptions)) (*Grower, error) {
 	var o GrowOptions
 	for _, f := range optFns {
@@ -138,6 +140,10 @@ func NewGrower(optFns ...func(*GrowOptions)) (*Grower, error) {
 		}
 	}
 	switch {
+	case math.IsNaN(o.Threshold), math.IsNaN(o.ShrinkBelow):
+		return nil, fmt.Errorf("%w: NewGrower: Threshold %v, ShrinkBelow %v: NaN compares false with every share and rate", ErrInvalid, o.Threshold, o.ShrinkBelow)
+	case math.IsInf(o.ShrinkBelow, 1):
+		return nil, fmt.Errorf("%w: NewGrower: ShrinkBelow %v: every unthrottled window would count as cold", ErrInvalid, o.ShrinkBelow)
 	case o.Window < 0, o.Threshold < 0, o.MinAttempts < 0, o.Sustain < 0, o.Factor < 0, o.MaxN < 0, o.Cooldown < 0, o.ShrinkBelow < 0:
 		return nil, fmt.Errorf("%w: NewGrower: negative option in %+v", ErrInvalid, o)
 	case o.Threshold > 1:
