@@ -9,7 +9,10 @@ import (
 )
 
 // MaxKeyBytes is DynamoDB's limit on a partition-key value: 2,048 bytes of
-// UTF-8, measured on the physical key, after the suffix is appended.
+// UTF-8, measured on the physical key, after the suffix is appended. A
+// checked layout (not Unchecked) also writes each base's layout record at
+// partition key base + "#dynashard", so its bases are at most 2,038 bytes.
+// A longer one is a *KeyError matching [ErrKeyTooLong].
 const MaxKeyBytes = 2048
 
 // DefaultSep is the separator between base and suffix used by [Key], [Parse]
@@ -37,7 +40,7 @@ const (
 	reasonTooLong      = "longer than 2048 bytes"
 	reasonUTF8         = "invalid UTF-8"
 	reasonBadSep       = "separator is empty, contains a digit or is invalid UTF-8"
-	reasonNoRecord     = "base too long for its layout record (2,038 bytes at most)"
+	reasonNoRecord     = `longer than 2038 bytes, too long for a checked layout: its layout record's partition key, base + "#dynashard", would exceed 2048 bytes`
 )
 
 func (e *KeyError) Error() string {
@@ -61,9 +64,11 @@ func clipTo(s string, show int) string {
 	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }
 
-// Is makes a KeyError match ErrInvalidKey, and ErrKeyTooLong when too long.
+// Is makes a KeyError match ErrInvalidKey, and ErrKeyTooLong when too long
+// (a physical key over MaxKeyBytes, or a base of a checked layout whose
+// record key would be).
 func (e *KeyError) Is(target error) bool {
-	return target == ErrKeyTooLong && e.Reason == reasonTooLong
+	return target == ErrKeyTooLong && (e.Reason == reasonTooLong || e.Reason == reasonNoRecord)
 }
 
 // Unwrap returns ErrInvalidKey, which matches ErrInvalid.
