@@ -140,11 +140,12 @@ func (s *Scatter) Page(ctx context.Context, base string, limit int, after Cursor
 
 // Count returns how many items of base match, using Select COUNT so that
 // no item is transferred; the KeyCondition and Filter apply, Projection,
-// order and Unordered do not. While base's shard-count history holds more
-// than one count, an item may be stored twice (see the package doc's
-// Resharding), and Count reads the items' keys through the ordered merge
-// instead, to count each once. After the layout check, shards are counted
-// in parallel under Options.MaxConcurrency. Errors are as for All; under
+// order and Unordered do not. While a Rebalance may move items under it
+// (base's shard-count history holds more than one count; under Random,
+// suffixes above its newest count), a read may meet an item twice, and
+// Count reads the items through the ordered merge instead, to count each
+// once (see "Resharding" in the package doc). After the layout check,
+// shards are counted in parallel under Options.MaxConcurrency. Errors are as for All; under
 // Options.Partial the count covers the healthy shards and comes with a
 // *PartialError.
 func (s *Scatter) Count(ctx context.Context, base string, optFns ...func(*Options)) (n int64, err error) {

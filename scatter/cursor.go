@@ -35,10 +35,13 @@ import (
 // shard.Table.Reshard resumes exactly after it, the new shards being read
 // from the recorded position on. Only a Rebalance that shrinks a base
 // retires suffixes; a cursor positioned in one of them is then rejected
-// (CursorOutOfRange) after the layout check. An ordered cursor also
-// records an 8-byte digest of the item it stopped at (its attributes but
-// the partition key), so that if a shard.Table.Rebalance moves that item to a
-// shard the merge reads after it, the next Page does not return it again.
+// (CursorOutOfRange) after the layout check. An ordered cursor also names
+// the item it stopped at, so that if a shard.Table.Rebalance moves that
+// item to a shard the merge reads after it, the next Page does not return
+// it again: by its sort key under a calculated strategy, in a base known
+// to follow package shard's protocol, else by its sort key and an 8-byte
+// digest of its attributes but the partition key (see "Cursors" in the
+// package doc).
 type Cursor string
 
 // CursorReason says why a cursor was rejected.
@@ -101,7 +104,8 @@ func (e *CursorError) Unwrap() error { return ErrInvalidCursor }
 // Cursor layout (version 2), base64url without padding:
 //
 //	version    byte (2)
-//	flags      byte (bit 0: signed; bit 1: digest follows)
+//	flags      byte (bit 0: signed; bit 1: digest follows; bit 2: the
+//	           sort key names the item at the default position)
 //	query      [16]byte fingerprint of the plan
 //	digest     [8]byte, if flagged: of the item at the default position
 //	default    position: where every shard resumes unless listed below
@@ -118,6 +122,7 @@ const (
 	cursorVersion = 2
 	flagSigned    = 1
 	flagDigest    = 2
+	flagKey       = 4
 	macSize       = sha256.Size
 	headerSize    = 2 + 16
 	// maxKeyValue bounds one key value in a cursor: DynamoDB's partition key
@@ -130,11 +135,13 @@ const (
 type resume struct {
 	def    *position
 	starts []*position // by ordinal; nil slice: every shard at def
-	// digest is itemDigest of the item at def, if known: a copy of it
-	// that a Rebalance moved to a shard read inclusively of def's key is
-	// that item, not another with the same key.
+	// digest is itemDigest of the item at def, if known, and byKey says
+	// that def's sort key alone names it: the item met in a shard read
+	// inclusively of def's key, where a Rebalance may have moved it, is
+	// that item, not another with the same key (see run.resumedItem).
 	digest    uint64
 	hasDigest bool
+	byKey     bool
 }
 
 func cursorErr(r CursorReason, format string, args ...any) error {
@@ -149,6 +156,9 @@ func encodeCursor(p *plan, res resume, key []byte) (Cursor, error) {
 	}
 	if res.hasDigest {
 		flags |= flagDigest
+	}
+	if res.byKey {
+		flags |= flagKey
 	}
 	b = append(b, cursorVersion, flags)
 	b = append(b, p.fingerprint[:]...)
@@ -214,7 +224,7 @@ func decodeCursor(p *plan, c Cursor, key []byte) (resume, error) {
 	if err != nil {
 		return resume{}, err
 	}
-	var res resume
+	res := resume{byKey: flags&flagKey != 0}
 	if flags&flagDigest != 0 {
 		if len(b) < 8 {
 			return resume{}, cursorErr(CursorMalformed, "truncated digest")
@@ -279,7 +289,7 @@ func cursorBody(p *plan, c Cursor, key []byte) ([]byte, byte, error) {
 		return nil, 0, cursorErr(CursorMalformed, "truncated header (%d bytes)", len(b))
 	}
 	flags := b[1]
-	if flags&^(flagSigned|flagDigest) != 0 {
+	if flags&^(flagSigned|flagDigest|flagKey) != 0 {
 		return nil, 0, cursorErr(CursorMalformed, "unknown flags %#x", flags)
 	}
 	if b, err = verify(b, flags&flagSigned != 0, key); err != nil {

@@ -111,6 +111,7 @@ func TestCursorRoundTrip(t *testing.T) {
 		if trial%3 == 0 {
 			pos.digest, pos.hasDigest = r.Uint64(), true
 		}
+		pos.byKey = trial%5 == 1
 		c, err := encodeCursor(p, pos, key)
 		if err != nil {
 			t.Fatal(err)
@@ -122,8 +123,8 @@ func TestCursorRoundTrip(t *testing.T) {
 		if render(got) != render(pos) {
 			t.Fatalf("trial %d: got\n%s\nwant\n%s", trial, render(got), render(pos))
 		}
-		if got.digest != pos.digest || got.hasDigest != pos.hasDigest {
-			t.Fatalf("trial %d: digest %x %v, want %x %v", trial, got.digest, got.hasDigest, pos.digest, pos.hasDigest)
+		if got.digest != pos.digest || got.hasDigest != pos.hasDigest || got.byKey != pos.byKey {
+			t.Fatalf("trial %d: digest %x %v, by key %v, want %x %v, %v", trial, got.digest, got.hasDigest, got.byKey, pos.digest, pos.hasDigest, pos.byKey)
 		}
 	}
 }
@@ -153,7 +154,7 @@ func TestCursorReasons(t *testing.T) {
 		{"version", Cursor(base64.RawURLEncoding.EncodeToString([]byte{3, 0})), CursorVersion},
 		{"version 1", Cursor(base64.RawURLEncoding.EncodeToString([]byte{1, 0})), CursorVersion},
 		{"short header", Cursor(base64.RawURLEncoding.EncodeToString([]byte{cursorVersion, 0, 3})), CursorMalformed},
-		{"flags", Cursor(base64.RawURLEncoding.EncodeToString(append([]byte{cursorVersion, 4}, p.fingerprint[:]...))), CursorMalformed},
+		{"flags", Cursor(base64.RawURLEncoding.EncodeToString(append([]byte{cursorVersion, 8}, p.fingerprint[:]...))), CursorMalformed},
 		{"signed without key", Cursor(base64.RawURLEncoding.EncodeToString(append(append([]byte{cursorVersion, 1}, p.fingerprint[:]...), make([]byte, 33)...))), CursorSignature},
 		{"foreign", Cursor(base64.RawURLEncoding.EncodeToString(append([]byte{cursorVersion, 0}, make([]byte, 17)...))), CursorForeign},
 		{"no default", craft(p), CursorMalformed},
@@ -213,7 +214,13 @@ func FuzzDecodeCursor(f *testing.F) {
 		if i%4 == 3 {
 			key = testKey
 		}
-		c, err := encodeCursor(p, randomPositions(r, p), key)
+		res := randomPositions(r, p)
+		// How a cursor names its item: a digest, its key, or neither.
+		res.hasDigest, res.digest, res.byKey = i%3 == 1, r.Uint64(), i%3 == 2
+		if !res.hasDigest {
+			res.digest = 0
+		}
+		c, err := encodeCursor(p, res, key)
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -69,6 +69,7 @@ func (r *run) fetch(req request) result {
 		sig = adapt.Throttled
 	}
 	items := append(req.buf.items[:0], out.Items...)
+	unhide(items)
 	res := result{ord: req.ord, items: items, lek: out.LastEvaluatedKey, signal: sig}
 	if r.p.skAttr == "" {
 		return res

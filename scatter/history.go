@@ -1,6 +1,11 @@
 package scatter
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/dynashard/dynashard/internal/keyorder"
+	"github.com/dynashard/dynashard/shard"
+)
 
 // A base's shard count may change (shard.Table.Reshard): a call reads the
 // suffixes of every count in the base's history, which the layout check
@@ -11,8 +16,14 @@ import "slices"
 // key once. Called after the layout check, which reads h.
 func (p *plan) widen(h []int) error {
 	p.history = h
-	p.copies = len(h) > 1 && p.ordered && p.skAttr != "" && p.l.Index == ""
-	n := slices.Max(h)
+	n, newest := slices.Max(h), h[len(h)-1]
+	// Under Random a Rebalance moves only the items of suffixes above the
+	// newest count: a base whose newest count is its largest has none.
+	p.twice = len(h) > 1 && p.skAttr != "" && p.l.Index == "" && (p.byKey() || n > newest)
+	p.home = nil
+	if rs, ok := p.l.Strategy.(shard.Resizable); ok && p.twice && p.byKey() && sortKind(p.l) == keyorder.S {
+		p.home = rs.WithN(newest)
+	}
 	if len(p.o.Suffixes) > 0 || n == len(p.suffixes) {
 		return nil
 	}

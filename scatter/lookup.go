@@ -19,10 +19,12 @@ import (
 // suffix i (of Options.Suffixes, or 1..N, N the largest count of the
 // base's shard-count history, so that every count's suffixes are covered)
 // with BatchGetItem, ⌈N/100⌉ requests, retrying unprocessed keys with
-// backoff. It returns the items
-// found in suffix order: none, one, or several if the same sort key was
-// written under several suffixes. For a layout without a sort key,
-// sortKey must be nil and Lookup returns every shard's item.
+// backoff. It returns the items found in suffix order: none, one, or
+// several if the same sort key was written under several suffixes. While
+// a Rebalance may move items under it, an item met at two keys is
+// returned once (see "Resharding" in the package doc). For a layout
+// without a sort key, sortKey must be nil and Lookup returns every
+// shard's item.
 //
 // Lookup uses the Options' Projection, Names, ConsistentRead and
 // Suffixes; BatchGetItem has no index, key condition or filter, so an
@@ -84,9 +86,14 @@ func (s *Scatter) Lookup(ctx context.Context, base string, sortKey types.Attribu
 		if perr != nil {
 			return nil, fmt.Errorf("scatter: lookup: %w", perr)
 		}
-		items = append(items, Item{Suffix: suffix, Attrs: f.Item})
+		attrs := f.Item
+		if hasHidden(attrs) {
+			attrs = withoutHidden(attrs)
+		}
+		items = append(items, Item{Suffix: suffix, Attrs: attrs})
 	}
 	slices.SortFunc(items, func(a, b Item) int { return a.Suffix - b.Suffix })
+	items = p.lookupOnce(items, sortKey)
 	if err == nil {
 		return items, nil
 	}

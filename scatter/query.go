@@ -43,9 +43,10 @@ type plan struct {
 	pks       []string // physical keys, by ordinal
 	desc      bool
 	ordered   bool
-	cond      sortCond // the parsed KeyCondition
-	history   []int    // the base's shard counts (shard.Table.Shards), set by widen
-	copies    bool     // an item may be in several shards at once (see copies.go)
+	cond      sortCond       // the parsed KeyCondition
+	history   []int          // the base's shard counts (shard.Table.Shards), set by widen
+	twice     bool           // a read may meet an item at two keys (see copies.go), set by widen
+	home      shard.Strategy // the newest count's, for a calculated Resizable strategy; set by widen
 
 	keyCond, filter, projection string
 	names                       map[string]string

@@ -31,10 +31,14 @@ type run struct {
 	m      merger
 	shards []shardState
 	from   *position // the cursor's default position; nil: the beginning
-	fromID struct {  // itemDigest of the item at from, if the cursor has it
-		digest uint64
+	fromID struct {  // how the cursor names the item at from (see resumedItem)
+		digest uint64 // itemDigest, if ok
 		ok     bool
+		byKey  bool // by its sort key
 	}
+	resuming bool  // an ordered run from an item's position: see resumedItem
+	seen     seen  // what an unordered run remembers (copies.go)
+	equal    equal // what an ordered run under Random remembers (copies.go)
 
 	tmpl     *dynamodb.QueryInput // what every request without a rendered range shares (see query)
 	limit    int                  // items still wanted; -1: no limit
@@ -88,7 +92,8 @@ func (s *Scatter) newRun(ctx context.Context, p *plan, from resume, limit, maxPa
 		limit:  limit,
 		maxPgs: maxPages,
 	}
-	r.fromID.digest, r.fromID.ok = from.digest, from.hasDigest
+	r.fromID.digest, r.fromID.ok, r.fromID.byKey = from.digest, from.hasDigest, from.byKey
+	r.resuming = p.ordered && from.def != nil && p.skIndex >= 0
 	r.lim, r.learnt = s.limiter(concurrency(p.o, n))
 	r.fan.init(n, r.lim, s.backedOff, r.fetch)
 	for i := range r.shards {

@@ -27,12 +27,18 @@ func (r *run) cursor() (Cursor, error) {
 		}
 	}
 	res := resume{def: r.from, starts: make([]*position, len(r.shards))}
-	res.digest, res.hasDigest = r.fromID.digest, r.fromID.ok
+	res.digest, res.hasDigest, res.byKey = r.fromID.digest, r.fromID.ok, r.fromID.byKey
+	moved := false
 	if r.p.ordered {
 		res.def = r.p.later(res.def, last)
-		if res.def == last && last != nil {
-			res.digest, res.hasDigest = r.p.itemDigest(r.lastItem), true
-		}
+		moved = res.def == last && last != nil
+	}
+	switch {
+	case res.def != nil && r.namedByKey():
+		// The item's sort key names it (see resumedItem).
+		res.byKey, res.digest, res.hasDigest = true, 0, false
+	case moved:
+		res.byKey, res.digest, res.hasDigest = false, r.p.itemDigest(r.lastItem), true
 	}
 	for i := range r.shards {
 		pos, err := r.reached(&r.shards[i], last)

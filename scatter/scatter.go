@@ -87,7 +87,9 @@ type Options struct {
 	Descending bool
 	// Unordered streams items as shards deliver them, in no particular
 	// order across shards (each shard's own items stay in order). It saves
-	// the merge's waiting for the slowest shard.
+	// the merge's waiting for the slowest shard. While a Rebalance may
+	// move items under the call, the call remembers the items it returns,
+	// to return each once (see "Resharding" in the package doc).
 	Unordered bool
 	// PageSize is the Limit of each Query request: the items DynamoDB
 	// reads per page, before filtering. Zero lets the call choose: All
@@ -333,9 +335,11 @@ func concurrency(o Options, n int) int {
 type Item struct {
 	// Suffix is the shard the item came from (1..N).
 	Suffix int
-	// Attrs holds the item's attributes as DynamoDB returned them. With a
-	// projection it also holds the key attributes the merge and the cursor
-	// need, even if the projection leaves them out.
+	// Attrs holds the item's attributes as DynamoDB returned them, but
+	// for those package shard keeps for itself (named "dynashard:…",
+	// such as dynashard:w), which are dropped. With a projection it also
+	// holds the key attributes the merge and the cursor need, even if the
+	// projection leaves them out.
 	Attrs map[string]types.AttributeValue
 }
 
