@@ -20,9 +20,11 @@ import (
 )
 
 // Create stores v under base only if no item has its id yet; otherwise it
-// fails with ErrConflict. With optimistic locking it is Put of a value
-// whose version is 0. It takes no per-call options: every field of
-// Options that a write uses shapes the Repo (New's).
+// fails with ErrConflict. With optimistic locking it stores version 1, and
+// refuses a value whose version is not 0 with ErrInvalid. Unlike a Put of
+// version 0, it never takes over an item without a version. It takes no
+// per-call options: every field of Options that a write uses shapes the
+// Repo (New's).
 func (r *Repo[T]) Create(ctx context.Context, base string, v T) (T, error) {
 	return r.put(ctx, "repo.Create", base, v, true)
 }
@@ -85,8 +87,13 @@ func (r *Repo[T]) advance(av map[string]types.AttributeValue, id string, create 
 		return cond, r.invalid("id %q: %v", id, err)
 	case cur == math.MaxInt64:
 		return cond, r.invalid("id %q: version attribute %q = %d cannot be advanced", id, name, cur)
-	case cur == 0:
+	case cur == 0 && create:
 		cond = expression.AttributeNotExists(expression.Name(r.layout.PartitionKey))
+	case cur == 0:
+		// No item, or one whose version is absent, NULL or 0 (written
+		// without versions, e.g. bulk-loaded), which Get reads as 0.
+		v := expression.Name(name)
+		cond = expression.AttributeNotExists(v).Or(v.AttributeType(expression.Null), v.Equal(expression.Value(0)))
 	case create:
 		return cond, r.invalid("id %q: Create of a value with version %d, want 0", id, cur)
 	default:

@@ -63,12 +63,16 @@ var _ Client = (*dynamodb.Client)(nil)
 // values New was given, whatever a call's optFns set.
 type Options struct {
 	// Version names a numeric attribute used for optimistic locking. When
-	// set, Put writes only if the stored version equals the value's (0 or
-	// absent: only if the item does not exist yet) and stores version+1;
-	// otherwise it fails with ErrConflict. A value whose version is
-	// math.MaxInt64 cannot be advanced: Put refuses it with ErrInvalid
-	// before any request (retrying, as after ErrConflict, would not help).
-	// It must not be a key attribute. Default "": last write wins.
+	// set, Put writes only if the stored version equals the value's and
+	// stores version+1; otherwise it fails with ErrConflict. A value whose
+	// version is 0 (or absent) is written only if the item does not exist
+	// or has no version yet: an item written without one (bulk-loaded,
+	// say) reads as version 0, and a Put of that value versions it at 1.
+	// Create writes only if the item does not exist. A value whose
+	// version is math.MaxInt64 cannot be advanced: Put refuses it with
+	// ErrInvalid before any request (retrying, as after ErrConflict, would
+	// not help). It must not be a key attribute. Default "": last write
+	// wins.
 	Version string
 
 	// ConsistentRead makes Get (when it does not go through the cache),
