@@ -16,9 +16,10 @@
 // This package holds what they share: the error families every package
 // re-exports under its own name (errors.Is(err, chunk.ErrNotFound) and
 // errors.Is(err, dynashard.ErrNotFound) are the same test),
-// [RetryForFanOut], the SDK retry setting for clients that fan out, and
+// [RetryForFanOut], the SDK retry setting for clients that fan out,
 // [Usage] with [WithUsage], what any call of any package cost as DynamoDB
-// reports it.
+// reports it, and [HTTPStatus], the HTTP status a handler answers a
+// failed call with.
 //
 // Traces and metrics: every package reads the smithy-go TracerProvider
 // and MeterProvider of the *dynamodb.Client it is given (its Options), so
@@ -41,7 +42,7 @@ import (
 // of them.
 var (
 	// ErrInvalid: input rejected before any request was sent. The error
-	// names the input. An HTTP handler may answer 400.
+	// names the input. An HTTP handler may answer 400 ([HTTPStatus]).
 	ErrInvalid = errs.Invalid
 	// ErrNotFound: no item has the key asked for.
 	ErrNotFound = errs.NotFound
