@@ -28,7 +28,11 @@ const DefaultMaxConcurrency = 32
 // Client is the part of *dynamodb.Client a Scatter uses: Query for All,
 // Page and Count, BatchGetItem for Lookup, and GetItem to read a base's
 // layout record (see [shard.Table.Shards]). *dynamodb.Client implements
-// it.
+// it. A Layout whose key attribute names are not the table's is reported
+// as a *shard.LayoutError naming them only if the client also has
+// DescribeTable (as *dynamodb.Client has) and the permission for it;
+// through a client with just these three methods it is the SDK's
+// ValidationException, wrapped.
 type Client interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)

@@ -78,8 +78,9 @@ type LayoutError struct {
 	Want   string // the caller's layout (Layout.String)
 	Stored string // the recorded one, in the same form; or the table's key schema (Keys set)
 	// Keys is set when the Layout's key attributes are not the table's
-	// (DynamoDB refused the record read, and DescribeTable told why; see
-	// recordReader): one entry per differing key attribute, in Want's
+	// (DynamoDB refused the record read, and DescribeTable told why: a
+	// client without a DescribeTable method gets the SDK's
+	// ValidationException instead): one entry per differing key attribute, in Want's
 	// notation, such as "sk=tag:S, the table's sk=sk:S" or "pk=gpk, the
 	// table's pk=pk". Stored is then the table's key schema, such as
 	// "orders: pk=pk sk=sk:S".

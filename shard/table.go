@@ -16,7 +16,11 @@ import (
 )
 
 // Client is the part of *dynamodb.Client a [Table] uses, Reshard and
-// Rebalance included.
+// Rebalance included. A Layout whose key attribute names are not the
+// table's is reported as a *[LayoutError] naming them only if the client
+// also has DescribeTable (as *dynamodb.Client has) and the permission for
+// it; through a client with just these methods it is the SDK's
+// ValidationException, wrapped.
 type Client interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
