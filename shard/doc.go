@@ -176,9 +176,11 @@
 // one ClientRequestToken for every attempt and is exactly-once).
 // Options.ExactlyOnce closes that gap for Put, Update and Delete, at a
 // transaction's cost; Load's batches stay at-least-once. Scatter
-// reads are Queries, not snapshots; one that overlaps a Rebalance never returns an item twice
-// but may miss an item moved during it between the two suffixes (the
-// item is not lost: a later read finds it). An Update while the history
+// reads are Queries, not snapshots. One call that overlaps a Rebalance
+// never returns an item twice, but may miss an item moved during it
+// between two suffixes (the item is not lost: a later read finds it). An
+// Unordered walk of Pages may return an item again on a later Page if it
+// moved between them (see package scatter). An Update while the history
 // gives its id several keys returns the item as read right after the
 // update, which includes a concurrent write that came between. The fence
 // assumes that DynamoDB applies a request it has received within the
