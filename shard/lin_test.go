@@ -79,6 +79,7 @@ type linOp struct {
 	found       bool // Get
 	got         int
 	by          string // who called it, for reports (the multi-process checker: the child)
+	late        bool   // the multi-process checker: a request of it reached the server after its deadline
 }
 
 type linState struct {
@@ -495,6 +496,9 @@ func dumpOps(ops []linOp) string {
 		by := ""
 		if op.by != "" {
 			by = " by " + op.by
+		}
+		if op.late {
+			by += " (reached the server after its deadline)"
 		}
 		out += fmt.Sprintf("  %v..%s %v arg=%d expect=%d conflict=%v unknown=%v found=%v got=%d%s\n",
 			time.Duration(op.call), ret, op.kind, op.arg, op.expect, op.conflict, op.unknown, op.found, op.got, by)

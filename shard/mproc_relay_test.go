@@ -38,6 +38,8 @@ type mprocRelay struct {
 	last     map[string]int64 // call id → when the server answered its last request
 	lost     map[string]bool  // call id → a request whose answer never came (its fate is unknown forever)
 	late     []string         // requests that arrived after their context's deadline
+	sent     map[string]int   // call id → requests that reached the server
+	lateCall map[string]bool  // call id → one of its requests arrived after its deadline
 }
 
 func newMprocRelay(target string) *mprocRelay {
@@ -45,6 +47,7 @@ func newMprocRelay(target string) *mprocRelay {
 		target: strings.TrimRight(target, "/"),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		last:   map[string]int64{}, lost: map[string]bool{},
+		sent: map[string]int{}, lateCall: map[string]bool{},
 	}
 	r.idle = sync.NewCond(&r.mu)
 	r.srv = httptest.NewServer(r)
@@ -64,8 +67,10 @@ func (r *mprocRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	arrived := time.Now().UnixNano()
 	r.mu.Lock()
 	r.inflight++
+	r.sent[op]++
 	if d, err := strconv.ParseInt(req.Header.Get(mprocDeadlineHeader), 10, 64); err == nil && arrived > d {
 		r.late = append(r.late, fmt.Sprintf("%s %s %v late", op, req.Header.Get("X-Amz-Target"), time.Duration(arrived-d)))
+		r.lateCall[op] = true
 	}
 	r.mu.Unlock()
 	resp, rb, err := r.forward(req, body)
@@ -130,4 +135,15 @@ func (r *mprocRelay) answered(op string) (last int64, open bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.last[op], r.lost[op]
+}
+
+// reached is how many requests of call op reached the server, and
+// whether one of them arrived after its context's deadline: sent within
+// its fence, it was held on the way (by the fault proxy of a paused
+// process, or its Latency) past the fence, which the protocol assumes
+// does not happen (see "Across processes" in the package doc).
+func (r *mprocRelay) reached(op string) (n int, late bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sent[op], r.lateCall[op]
 }

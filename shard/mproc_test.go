@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -272,7 +273,14 @@ func (r *mprocRunner) check(h *mprocHistory, orphans, doubles []string, relay *m
 			}
 		}
 	}
-	for i, v := range bad {
+	// A violation on an item a write of which reached the server after
+	// its deadline is outside the guarantee (see mprocHistory.outside):
+	// logged, not failed.
+	inside := slices.DeleteFunc(slices.Clone(bad), func(v mprocViolation) bool { return v.late })
+	if n := len(bad) - len(inside); n > 0 {
+		t.Logf("%d items broken only where a write reached the server after its deadline (outside the guarantee): %v", n, lateKeys(bad))
+	}
+	for i, v := range inside {
 		what := "history not linearizable"
 		if v.final {
 			what = "an acknowledged write no final read finds"
@@ -281,8 +289,13 @@ func (r *mprocRunner) check(h *mprocHistory, orphans, doubles []string, relay *m
 			t.Errorf("%s: %s; first broken at %v by the end of this prefix:\n%s", v.key, what, v.at, v.tail)
 		}
 	}
-	if len(bad) > 0 {
-		t.Errorf("%d of %d items not linearizable; the first broke %v into the run", len(bad), len(h.ops), bad[0].at)
+	if len(inside) > 0 {
+		t.Errorf("%d of %d items not linearizable; the first broke %v into the run", len(inside), len(h.ops), inside[0].at)
+	}
+	orphans, lateOrphans := h.split(orphans)
+	doubles, lateDoubles := h.split(doubles)
+	if len(lateOrphans)+len(lateDoubles) > 0 {
+		t.Logf("outside the guarantee (a write reached the server after its deadline): copies at keys no history covers %v, ids stored twice %v", lateOrphans, lateDoubles)
 	}
 	if len(orphans) > 0 {
 		t.Errorf("%d copies at keys no history covers: %v", len(orphans), orphans)
@@ -293,4 +306,14 @@ func (r *mprocRunner) check(h *mprocHistory, orphans, doubles []string, relay *m
 	if len(h.dups) > 0 {
 		t.Errorf("scatter reads returned %d items twice: %v", len(h.dups), h.dups[:min(len(h.dups), 10)])
 	}
+}
+
+func lateKeys(bad []mprocViolation) []string {
+	var keys []string
+	for _, v := range bad {
+		if v.late {
+			keys = append(keys, v.key)
+		}
+	}
+	return keys
 }
