@@ -222,7 +222,9 @@
 // # Limits it respects
 //
 // A partition-key value is at most 2,048 bytes and a sort-key value at most
-// 1,024, measured after the suffix is appended; an item is at most 409,600
+// 1,024, measured after the suffix is appended; a base of a checked layout
+// is at most 2,038 bytes, since its record's partition key is the base
+// and "#dynashard" (ErrKeyTooLong); an item is at most 409,600
 // bytes with its keys in place; N is at most [MaxN] (10,000) because reading
 // a logical key costs one Query per suffix. All are checked before any
 // request is sent.
