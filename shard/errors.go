@@ -74,10 +74,13 @@ var (
 	ErrNoTransactions = errs.New("shard: the server does not support DynamoDB transactions, which resharding needs", nil)
 )
 
-// ErrTooLate is matched by the error of a request that was still in
-// flight when the shard-count history it was computed from could have
-// changed: twice the Layout's HistoryTTL (at least HistoryTTL plus 1 s)
-// after that history was read. The request was abandoned; like any
-// request that ends without an answer, it may or may not have been
-// applied, and retrying it is safe.
-var ErrTooLate = errs.New("shard: request abandoned: its shard-count history may have changed", nil)
+// ErrTooLate is matched by the error of a request that took longer than
+// its fence. Every request made under a cached shard-count history must
+// be done by the fence (see Layout.HistoryTTL and "Resharding" in the
+// package doc); one still in flight then is abandoned. Like any request
+// that ends without an answer, it may or may not have been applied, and
+// retrying it is safe. The error names the fence, the table and the
+// HistoryTTL the fence came from (the shorter of the Layout's and the
+// base record's): a longer HistoryTTL gives each request longer. Load
+// sends an abandoned item again under a fresh view.
+var ErrTooLate = errs.New("shard: request abandoned: it took longer than the fence", nil)

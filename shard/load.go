@@ -36,8 +36,11 @@ type LoadOptions struct {
 	// ctx ends); negative allows no retry.
 	RetryBudget int
 	// StallTimeout is how long the load goes on while no item is written
-	// (every request unprocessed or throttled, whatever MaxConcurrency)
-	// before it gives up with ErrStalled. Zero means 10 s.
+	// (every request unprocessed, throttled or abandoned at the fence,
+	// whatever MaxConcurrency) before it gives up: with ErrStalled, or
+	// with ErrTooLate if requests were only abandoned. Items abandoned at
+	// the fence are sent again at least once, however short StallTimeout
+	// is. Zero means 10 s.
 	StallTimeout time.Duration
 	// OnProgress, if set, is called after every BatchWriteItem response
 	// with the running totals. Calls are serialized; it must return
@@ -49,9 +52,13 @@ type LoadOptions struct {
 // LoadProgress is a running total of a [Table.Load]. What the load
 // consumed is in the call's dynashard.Usage (see [Table.Load]).
 type LoadProgress struct {
-	Written  int // items DynamoDB applied
+	Written  int // items DynamoDB acknowledged
 	Requests int // BatchWriteItem calls made, retries included
 	Retries  int // calls that re-sent unprocessed items or repeated a throttled call
+	// Abandoned counts items whose request was abandoned at the fence
+	// (see ErrTooLate), each time; they were sent again under a fresh
+	// view, which Retries does not count.
+	Abandoned int
 }
 
 // LoadStats is the outcome of a [Table.Load].
@@ -68,13 +75,19 @@ type FailedItem[T any] struct {
 	Base string
 	Item T
 	Err  error // why: an *ItemError (never sent), or the error that ended the load
+	// MaybeWritten reports an item whose last request ended without a
+	// clear answer: abandoned at the fence, cut off by ctx, or failed
+	// after an attempt that may have been applied. It may be stored.
+	// An item without it was not written by this load.
+	MaybeWritten bool
 }
 
 // LoadError reports the items a [Table.Load] could not write. Failed holds
 // exactly those items among the ones Load read: each was either rejected
 // before sending (an *ItemError) or not acknowledged by DynamoDB when the
-// load gave up. Err is the error that stopped the load, if any (context,
-// retry budget, a non-retryable SDK error); it is nil when only invalid
+// load gave up (see FailedItem.MaybeWritten). Err is the error that
+// stopped the load, if any (context, retry budget, stall, requests late
+// for the fence, a non-retryable SDK error); it is nil when only invalid
 // items failed. Unwrap returns Err and every failed item's error.
 type LoadError[T any] struct {
 	Failed []FailedItem[T]
@@ -104,8 +117,10 @@ func (e *LoadError[T]) Unwrap() []error {
 var (
 	// ErrRetryBudget: LoadOptions.RetryBudget was spent.
 	ErrRetryBudget = batch.ErrRetryBudget
-	// ErrStalled: no item was written for LoadOptions.StallTimeout (every
-	// request came back unprocessed or throttled).
+	// ErrStalled: no item was written for LoadOptions.StallTimeout, and
+	// requests came back unprocessed or throttled. Requests abandoned at
+	// the fence are no stall: if they are all that happened, the error
+	// matches ErrTooLate instead.
 	ErrStalled = batch.ErrStalled
 )
 
@@ -136,10 +151,25 @@ type loadEntry struct {
 // backoff within RetryBudget. Invalid items are skipped and reported; they do not
 // stop the load. Load stops on ctx or the first error it cannot retry.
 //
+// Each request chooses its items' keys from a view of the base's history
+// and must be done by that view's fence. A request still in flight then
+// is abandoned (ErrTooLate), and its items are sent again at once under
+// a fresh view. That is neither a retry nor a stall (LoadProgress counts
+// it as Abandoned). If nothing is written for StallTimeout because every
+// request is late (each item at least twice), Load gives up with an
+// error that matches ErrTooLate and names the fence: raise
+// Layout.HistoryTTL for a server that slow.
+//
 // It returns the totals and, if any item was not written, a *LoadError[T]
-// listing exactly those items. An item reported after being sent is
-// rebuilt from the attributes sent (its partition key attribute holds the
-// physical key). Writes are puts, so retrying a reported item is safe.
+// listing exactly those items. Every item read is either written (counted
+// in Written: DynamoDB acknowledged it) or listed, never both. A listed
+// item may still be stored only if it is MaybeWritten: its last request
+// ended without a clear answer (abandoned at the fence, cut off by ctx,
+// or failed after an attempt that may have been applied). A listed item
+// without MaybeWritten was not written by this load. An item reported
+// after being sent is rebuilt from the attributes sent (its partition key
+// attribute holds the physical key). Writes are puts, so retrying a
+// reported item is safe.
 // Duplicate (base, id) pairs in the input are written in input order; the
 // last one wins, and reading the input goes on while a duplicate waits.
 //
@@ -208,15 +238,18 @@ func (t *Table[T]) Load(ctx context.Context, items iter.Seq2[string, T], optFns 
 	stats.LoadProgress = progressOf(bs)
 	t.obs.Paced(ctx, bs.KeyRates)
 	call.SetInt(attrPacedKeys, len(bs.KeyRates))
-	var unsent []batch.Write
 	if err != nil {
 		var ue *batch.UnprocessedError
 		if errors.As(err, &ue) {
-			unsent = ue.Writes
+			for i, w := range ue.Writes {
+				f := t.failedWrite(w, ue.Err)
+				f.MaybeWritten = ue.MaybeDone != nil && ue.MaybeDone[i]
+				failed = append(failed, f)
+			}
 			err = ue.Err
 		}
 	}
-	for _, w := range append(unsent, dropped...) {
+	for _, w := range dropped {
 		failed = append(failed, t.failedWrite(w, err))
 	}
 	if err == nil && len(failed) == 0 {
@@ -237,6 +270,9 @@ func (t *Table[T]) loadEntries(ctx context.Context, items iter.Seq2[string, T], 
 			av, err := t.loadItem(ctx, base, item)
 			if err != nil {
 				*failed = append(*failed, FailedItem[T]{Base: base, Item: item, Err: err})
+				if ctx.Err() != nil {
+					return // the load is over: read no more
+				}
 				continue
 			}
 			size, _ := ddbsize.ItemSize(av) // checked by marshal
@@ -266,5 +302,5 @@ func (t *Table[T]) failedWrite(w batch.Write, cause error) FailedItem[T] {
 }
 
 func progressOf(s batch.Stats) LoadProgress {
-	return LoadProgress{Written: s.Done, Requests: s.Requests, Retries: s.Retries}
+	return LoadProgress{Written: s.Done, Requests: s.Requests, Retries: s.Retries, Abandoned: s.Abandoned}
 }

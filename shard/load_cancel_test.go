@@ -40,3 +40,39 @@ func TestLoadCancelledMidInput(t *testing.T) {
 		}
 	})
 }
+
+// TestLoadStopsReadingOnCancel: once ctx is cancelled, Load reads at most
+// one more item from its input. Each item's record check then fails with
+// the ctx's error (HistoryTTL < 0: every check reads the record), and
+// before the fix Load listed that item and went on reading: under load,
+// TestLoadCancel read all 1000 items after its cancel at 200 written.
+func TestLoadStopsReadingOnCancel(t *testing.T) {
+	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
+		l := layoutOf(s.Table(t, "pk:S", "sk:S"), shard.Hash(4))
+		l.HistoryTTL = -1
+		tbl, err := shard.NewTable[Order](s.Client(), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const at, total = 10, 3000
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		items := func(yield func(string, Order) bool) {
+			for i := range total {
+				if i == at {
+					cancel()
+				}
+				if !yield("day", Order{ID: fmt.Sprintf("o%05d", i), Amount: i}) {
+					return
+				}
+			}
+		}
+		stats, err := tbl.Load(ctx, items)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Load: %v, want an error matching context.Canceled", err)
+		}
+		if stats.Read > at+1 {
+			t.Errorf("read %d items, want at most %d: the load was over", stats.Read, at+1)
+		}
+	})
+}

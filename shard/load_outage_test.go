@@ -77,7 +77,7 @@ func TestLoadStalls(t *testing.T) {
 		c, _ := proxied(t, s, faultproxy.Config{UnprocessedRate: 1, Ops: []string{"BatchWriteItem"}})
 		name := s.Table(t, "pk:S", "sk:S")
 		st := shard.Hash(20)
-		tbl := newOrders(t, c, name, st)
+		tbl := steadyOrders(t, c, name, st)
 		in := sortedOrders(10, 50)
 		stats, err := tbl.Load(context.Background(), seq2(in), func(o *shard.LoadOptions) {
 			o.MaxConcurrency = 32

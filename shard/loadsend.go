@@ -3,14 +3,15 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/backoff"
+	"github.com/dynashard/dynashard/internal/batch"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/observe"
 )
@@ -41,75 +42,179 @@ func (t *Table[T]) loadItem(ctx context.Context, base string, item T) (map[strin
 // chooses it again from a view of the base no older than HistoryTTL and
 // must be done by that view's deadline, as a single write must. An item
 // whose keys differ between the counts of its base's history is written
-// with a transaction of its own instead (txWrite). Each request's
-// attempts and leftovers are reported to the Table's Grower, if any.
+// with a transaction of its own instead (txWrite), before the others. It
+// tells the batch engine what became of each item (batch.PartialError):
+// written, not written (throttled), or abandoned at the fence, its
+// outcome unknown. Each request's attempts and leftovers are reported to
+// the Table's Grower, if any.
 type loadClient[T any] struct {
 	t   *Table[T]
 	ctx context.Context // the Load's, for a Reshard the Grower decides
 }
 
+// loadSend is what one request of Load's batch engine became: the items
+// not written, and those abandoned (with why). Every other item of the
+// request was written.
+type loadSend[T any] struct {
+	b                    loadClient[T]
+	unprocessed, unknown []types.WriteRequest // as the engine made them
+	why                  error                // why unknown's items were abandoned
+	txSent               bool
+}
+
+// plainPut is an item keyed for a BatchWriteItem under view v.
+type plainPut struct {
+	wr     types.WriteRequest // as the engine made it
+	put    map[string]types.AttributeValue
+	pk, id string
+	v      view
+}
+
 func (b loadClient[T]) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
 	t := b.t
-	send := *in
-	send.RequestItems = maps.Clone(in.RequestItems)
-	var (
-		keep     []types.WriteRequest
-		origin   = map[[2]string]types.WriteRequest{} // by (pk, id) sent: the request as the engine made it
-		left     []types.WriteRequest
-		deadline time.Time
-	)
-	for _, wr := range in.RequestItems[t.l.Table] {
-		put, base, id, v, keys, err := t.rekey(ctx, wr)
-		if err != nil {
-			return nil, err
+	for table := range in.RequestItems {
+		if table != t.l.Table { // Load sends only its table's items
+			return nil, fmt.Errorf("shard: load: a request for table %q, not %s", table, t.l.Table)
 		}
-		if len(keys) > 1 {
-			if err := b.txPut(ctx, base, id, v, keys, put); err != nil {
-				if !backoff.IsThrottle(err) && !errors.Is(err, ErrTooLate) {
-					return nil, err
-				}
-				left = append(left, wr)
-			}
-			continue
-		}
-		if d := v.deadline(t.l); deadline.IsZero() || d.Before(deadline) {
-			deadline = d
-		}
-		origin[[2]string{keys[0], id}] = wr
-		keep = append(keep, types.WriteRequest{PutRequest: &types.PutRequest{Item: put}})
 	}
-	out := &dynamodb.BatchWriteItemOutput{UnprocessedItems: map[string][]types.WriteRequest{}}
-	if len(keep) > 0 {
-		send.RequestItems[t.l.Table] = keep
-		fctx, cancel := context.WithDeadline(ctx, deadline)
-		var a attempts.Counter
-		res, err := observe.Do(fctx, t.c.BatchWriteItem, &send, append(optFns, a.Option)...)
-		cancel()
-		b.report(&a, err, keep, res)
+	s := &loadSend[T]{b: b}
+	plain, err := s.settle(ctx, in.RequestItems[t.l.Table])
+	if err == nil && s.txSent && len(plain) > 0 {
+		// The transactions took time: key the others again, so that
+		// their deadline counts from a view no older than HistoryTTL.
+		plain, err = s.settle(ctx, wrsOf(plain))
+	}
+	if err == nil && len(plain) > 0 {
+		err = s.batch(ctx, in, plain, optFns)
+	}
+	return s.result(err)
+}
+
+// settle writes the items of wrs whose keys differ between counts with
+// transactions, and returns the others keyed for a BatchWriteItem. On an
+// error that ends the request, every item not yet sent is unprocessed.
+func (s *loadSend[T]) settle(ctx context.Context, wrs []types.WriteRequest) ([]plainPut, error) {
+	var plain []plainPut
+	for i, wr := range wrs {
+		put, base, id, v, keys, err := s.b.t.rekey(ctx, wr)
+		unsent := wrs[i:]
 		switch {
-		case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-			left = append(left, in.RequestItems[t.l.Table]...) // too late: send again under a fresh view
 		case err != nil:
-			return nil, err
+		case len(keys) == 1:
+			plain = append(plain, plainPut{wr: wr, put: put, pk: keys[0], id: id, v: v})
+			continue
 		default:
-			out = res
-			for _, wr := range res.UnprocessedItems[t.l.Table] {
-				item := wr.PutRequest.Item
-				left = append(left, origin[[2]string{keyString(item[t.l.PartitionKey]), keyString(item[t.l.SortKey])}])
-			}
+			err, unsent = s.tx(ctx, wr, base, id, v, keys, put), wrs[i+1:]
 		}
+		if err != nil {
+			s.unprocessed = append(append(s.unprocessed, wrsOf(plain)...), unsent...)
+			return nil, err
+		}
+	}
+	return plain, nil
+}
+
+// tx writes one item with a transaction (see Table.write) and records
+// its outcome. It returns an error only if the request must end.
+func (s *loadSend[T]) tx(ctx context.Context, wr types.WriteRequest, base, id string, v view, keys []string, put map[string]types.AttributeValue) error {
+	s.txSent = true
+	var a attempts.Counter
+	_, err := s.b.t.write(ctx, v, base, id, keys, txOp{put: put}, nil, a.Option)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrTooLate), backoff.IsThrottle(err) && a.MaybeApplied():
+		s.abandon(err, wr)
+	case backoff.IsThrottle(err):
+		s.unprocessed = append(s.unprocessed, wr)
+	default:
+		s.failed(&a, wr)
+		return err
+	}
+	return nil
+}
+
+// batch writes plain with one BatchWriteItem, which must be done by the
+// earliest deadline of their views.
+func (s *loadSend[T]) batch(ctx context.Context, in *dynamodb.BatchWriteItemInput, plain []plainPut, optFns []func(*dynamodb.Options)) error {
+	t := s.b.t
+	items := make([]types.WriteRequest, len(plain))
+	origin := make(map[[2]string]types.WriteRequest, len(plain)) // by (pk, id) sent
+	dv := plain[0].v
+	for i, p := range plain {
+		items[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: p.put}}
+		origin[[2]string{p.pk, p.id}] = p.wr
+		if p.v.deadline(t.l).Before(dv.deadline(t.l)) {
+			dv = p.v
+		}
+	}
+	send := *in
+	send.RequestItems = map[string][]types.WriteRequest{t.l.Table: items}
+	fctx, cancel := context.WithDeadline(ctx, dv.deadline(t.l))
+	var a attempts.Counter
+	res, err := observe.Do(fctx, t.c.BatchWriteItem, &send, append(optFns, a.Option)...)
+	cancel()
+	s.b.report(&a, err, items, res)
+	switch {
+	case err == nil:
+		for _, wr := range res.UnprocessedItems[t.l.Table] {
+			item := wr.PutRequest.Item
+			s.unprocessed = append(s.unprocessed, origin[[2]string{keyString(item[t.l.PartitionKey]), keyString(item[t.l.SortKey])}])
+		}
+		return nil
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		s.abandon(t.late(ctx, dv, err), wrsOf(plain)...) // sent again under a fresh view
+		return nil
+	case backoff.IsThrottle(err): // the load goes on
+		s.unprocessed = append(s.unprocessed, wrsOf(plain)...)
+		return err
+	}
+	s.failed(&a, wrsOf(plain)...)
+	return err
+}
+
+// abandon records items given up on at the fence.
+func (s *loadSend[T]) abandon(why error, wrs ...types.WriteRequest) {
+	s.unknown = append(s.unknown, wrs...)
+	s.why = why
+}
+
+// failed records the items of a request that failed: their outcome is
+// unknown if an attempt may have been applied.
+func (s *loadSend[T]) failed(a *attempts.Counter, wrs ...types.WriteRequest) {
+	if a.MaybeApplied() {
+		s.unknown = append(s.unknown, wrs...)
 	} else {
-		delete(send.RequestItems, t.l.Table)
+		s.unprocessed = append(s.unprocessed, wrs...)
 	}
-	if out.UnprocessedItems == nil {
-		out.UnprocessedItems = map[string][]types.WriteRequest{}
+}
+
+// result is the answer to the batch engine: plain UnprocessedItems, or a
+// batch.PartialError when items were abandoned or err ends the request.
+func (s *loadSend[T]) result(err error) (*dynamodb.BatchWriteItemOutput, error) {
+	table := s.b.t.l.Table
+	if err == nil && len(s.unknown) == 0 {
+		out := &dynamodb.BatchWriteItemOutput{UnprocessedItems: map[string][]types.WriteRequest{}}
+		if len(s.unprocessed) > 0 {
+			out.UnprocessedItems[table] = s.unprocessed
+		}
+		return out, nil
 	}
-	if len(left) > 0 {
-		out.UnprocessedItems[t.l.Table] = left
-	} else {
-		delete(out.UnprocessedItems, t.l.Table)
+	pe := &batch.PartialError{Abandoned: s.why, Err: err}
+	if len(s.unprocessed) > 0 {
+		pe.Unprocessed = map[string][]types.WriteRequest{table: s.unprocessed}
 	}
-	return out, nil
+	if len(s.unknown) > 0 {
+		pe.Unknown = map[string][]types.WriteRequest{table: s.unknown}
+	}
+	return nil, pe
+}
+
+func wrsOf(plain []plainPut) []types.WriteRequest {
+	wrs := make([]types.WriteRequest, len(plain))
+	for i, p := range plain {
+		wrs[i] = p.wr
+	}
+	return wrs
 }
 
 // rekey returns the item of a Load write at the writers' key of a fresh
@@ -127,12 +232,6 @@ func (t *Table[T]) rekey(ctx context.Context, wr types.WriteRequest) (map[string
 	}
 	put[t.l.PartitionKey] = &types.AttributeValueMemberS{Value: keys[0]}
 	return put, base, id, v, keys, nil
-}
-
-// txPut writes one Load item with a transaction (see Table.write).
-func (b loadClient[T]) txPut(ctx context.Context, base, id string, v view, keys []string, put map[string]types.AttributeValue) error {
-	_, err := b.t.write(ctx, v, base, id, keys, txOp{put: put}, nil)
-	return err
 }
 
 // report tells the Grower, if any, what a request's items per base saw.

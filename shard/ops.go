@@ -87,7 +87,7 @@ func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Opt
 	defer cancel()
 	item, err := t.find(fctx, base, id, keys, o.ConsistentRead)
 	if err != nil {
-		return zero, t.late(ctx, err)
+		return zero, t.late(ctx, v, err)
 	}
 	if item == nil {
 		return zero, fmt.Errorf("%w: table %s key %q id %q", ErrNotFound, t.l.Table, keys[0], id)
@@ -240,7 +240,7 @@ func (t *Table[T]) write(ctx context.Context, v view, base, id string, keys []st
 		pk, err = t.txWrite(fctx, base, id, keys, op, optFns...)
 	}
 	t.reportAttempts(ctx, base, &a, err)
-	return pk, t.late(ctx, err)
+	return pk, t.late(ctx, v, err)
 }
 
 // plainErr is requestErr for a plain write, whose SDK retries may follow
@@ -265,11 +265,14 @@ func opName(op txOp) string {
 	return "DeleteItem"
 }
 
-// late marks an error of a request abandoned at its view's deadline
-// (while the caller's ctx was still live) as ErrTooLate.
-func (t *Table[T]) late(ctx context.Context, err error) error {
+// late marks an error of a request abandoned at v's deadline (while the
+// caller's ctx was still live) as ErrTooLate, naming the fence and the
+// setting that sets it.
+func (t *Table[T]) late(ctx context.Context, v view, err error) error {
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w (table %s, HistoryTTL %v): %w", ErrTooLate, t.l.Table, t.l.historyTTL(), err)
+		fence := v.deadline(t.l).Sub(v.at)
+		return fmt.Errorf("%w of %v (table %s; HistoryTTL %v, the shorter of the Layout's and the base record's: a longer one gives requests longer): %w",
+			ErrTooLate, fence, t.l.Table, v.trust(t.l), err)
 	}
 	return err
 }

@@ -63,7 +63,7 @@ func (p placedItem[T]) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _
 	defer cancel()
 	item, err := p.t.find(fctx, p.base, p.id, keys, consistent)
 	if err != nil {
-		return nil, p.t.late(ctx, err)
+		return nil, p.t.late(ctx, v, err)
 	}
 	return &dynamodb.GetItemOutput{Item: item}, nil
 }

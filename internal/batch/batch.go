@@ -132,11 +132,12 @@ type Options struct {
 
 	// ClientObserves says that the client sends its requests through
 	// observe.Do itself: a wrapper such as shard's Load client, which may
-	// send one request, several or none per call it is given. The engine
-	// then calls it as it is; otherwise every request goes through
-	// observe.Do, which asks for the consumed capacity (and records it,
-	// with throttled attempts and unprocessed entries) when ctx belongs to
-	// an observed call. Default false.
+	// send one request, several or none per call it is given, and may
+	// answer with a *PartialError. The engine then calls it as it is;
+	// otherwise every request goes through observe.Do, which asks for the
+	// consumed capacity (and records it, with throttled attempts and
+	// unprocessed entries) when ctx belongs to an observed call. Default
+	// false.
 	ClientObserves bool
 
 	// OnProgress, if set, is called after every response with the call's
@@ -202,6 +203,10 @@ type Stats struct {
 	// Throttled counts calls that failed with a throttling error after the
 	// SDK's retries.
 	Throttled int
+	// Abandoned counts entries a wrapping client gave up on at a deadline
+	// of its own (PartialError.Unknown), each time; they were sent again
+	// and are not in Retries or UnprocessedRounds.
+	Abandoned int
 	// Paced counts the times an entry waited for its partition key's pace
 	// (see the package doc) while other keys' entries went out.
 	Paced int
@@ -250,15 +255,24 @@ func (e *InputError) Unwrap() error { return e.Err }
 // Writes (for WriteAll and WriteSeq) or Keys (for Get) hold exactly the entries
 // not done, in input order; every other entry was applied or read. Err is
 // the cause: the context's error, ErrRetryBudget, ErrStalled, an *InputError
-// met in a sequence, or the SDK error that failed a request.
+// met in a sequence, the SDK error that failed a request, or the cause of
+// a client's abandoned requests (see PartialError).
 //
-// An entry whose request failed with an error is listed as not done even
-// though DynamoDB may have applied it; puts and deletes of whole items are
-// idempotent, so sending it again is safe.
+// An entry whose request ended without a clear answer is listed as not
+// done even though DynamoDB may have applied it: MaybeDone says which.
+// Puts and deletes of whole items are idempotent, so sending such an
+// entry again is safe.
 type UnprocessedError struct {
 	Writes []Write
 	Keys   []Key
-	Err    error
+	// MaybeDone[i] reports that Writes[i] was sent in a request whose
+	// outcome is unknown and never known done since: an error after an
+	// attempt that may have been applied (a reset, a timeout, a 5xx, ctx
+	// ending mid-request), or a PartialError's Unknown. Such a write may
+	// be applied. A write without it was not applied by this call. Nil if
+	// no write is such.
+	MaybeDone []bool
+	Err       error
 }
 
 func (e *UnprocessedError) Error() string {
@@ -411,9 +425,62 @@ func writesError(left []*job, err error) error {
 	if len(left) == 0 {
 		return nil
 	}
-	ws := make([]Write, len(left))
+	ue := &UnprocessedError{Writes: make([]Write, len(left)), Err: err}
 	for i, j := range left {
-		ws[i] = j.write
+		ue.Writes[i] = j.write
+		if j.unsure {
+			if ue.MaybeDone == nil {
+				ue.MaybeDone = make([]bool, len(left))
+			}
+			ue.MaybeDone[i] = true
+		}
 	}
-	return &UnprocessedError{Writes: ws, Err: err}
+	return ue
+}
+
+// PartialError is what a client that wraps BatchWriteItem (see
+// Options.ClientObserves) returns for a request whose entries it settled
+// in more than one way: some with requests of its own (shard's Load
+// writes some items as transactions), some given up on at a deadline of
+// its own. Every entry of the request in neither list below was applied.
+// The engine matches the entries back by key, as UnprocessedItems.
+type PartialError struct {
+	// Unprocessed entries were not applied: they are sent again as
+	// UnprocessedItems are, after a backoff.
+	Unprocessed map[string][]types.WriteRequest
+	// Unknown entries were sent and given up on: they may or may not have
+	// been applied. Unless Err ends the call, they are sent again at once.
+	// That is neither progress nor a stall; but once nothing has been
+	// done for StallTimeout, and entries were abandoned in two rounds at
+	// least, the call ends with an error that wraps Abandoned.
+	Unknown map[string][]types.WriteRequest
+	// Abandoned is why the Unknown entries were given up on.
+	Abandoned error
+	// Err is the request's error: nil, a throttling error (the request
+	// counts as throttled, and the call goes on), or an error that ends
+	// the call.
+	Err error
+}
+
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("batch: %d entries unprocessed, %d abandoned (%v): %v",
+		count(e.Unprocessed), count(e.Unknown), e.Abandoned, e.Err)
+}
+
+func (e *PartialError) Unwrap() []error {
+	var errs []error
+	for _, err := range []error{e.Err, e.Abandoned} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func count(wrs map[string][]types.WriteRequest) int {
+	n := 0
+	for _, l := range wrs {
+		n += len(l)
+	}
+	return n
 }

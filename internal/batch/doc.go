@@ -100,6 +100,17 @@
 // RequestLimitExceeded mean the whole request was not done and is retried
 // like a stalled round. Any other error fails the call.
 //
+// A client that wraps BatchWriteItem (Options.ClientObserves) may settle
+// a request's entries itself and say so with a *PartialError: entries
+// done, not done, and abandoned at a deadline of its own, their outcome
+// unknown. Abandoned entries go out again at once. That is neither
+// progress nor a stall: no backoff, no retry counted (Stats.Abandoned
+// counts them). Once nothing has been done for StallTimeout, and entries
+// were abandoned in two rounds at least (so each had a second chance),
+// the call ends with an error that wraps the client's cause. It matches
+// ErrStalled too only if entries were left or throttled since the last
+// progress.
+//
 // # Limits and validation
 //
 // Nothing is sent for a WriteAll or Get whose input is invalid; the
@@ -122,9 +133,11 @@
 // of rounds shortens it), or on a non-throttling error. It then stops
 // sending, cuts backoffs short, lets requests already in flight finish, and
 // returns an *UnprocessedError holding exactly the entries not done, in
-// input order, wrapping the cause. Entries of a request that failed are
-// listed as not done although DynamoDB may have applied them; whole-item
-// puts and deletes are idempotent, so sending them again is safe. Every
+// input order, wrapping the cause. Entries of a request that ended
+// without a clear answer are listed as not done although DynamoDB may
+// have applied them, and marked so (UnprocessedError.MaybeDone); an
+// entry not marked was not applied. Whole-item puts and deletes are
+// idempotent, so sending them again is safe. Every
 // goroutine has ended, and no request is in flight, when a call returns. A
 // panic of the client, of Options.OnProgress or of a WriteSeq sequence
 // stops the call the same way and is then raised again in the caller's

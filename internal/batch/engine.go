@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -17,9 +18,13 @@ import (
 // outcome is what one request did.
 type outcome struct {
 	left     []*job // entries returned unprocessed
+	late     []*job // entries the client gave up on (PartialError.Unknown)
+	why      error  // why it gave up on them
 	items    []Item // items read
 	attempts int
-	err      error // the request failed; no entry is known to be done
+	unsure   bool  // an attempt may have been applied: so may the entries not done
+	settled  bool  // left and late are exact even with err (PartialError)
+	err      error // the request failed; unless settled, no entry is known to be done
 }
 
 type sender func(ctx context.Context, batch []*job) outcome
@@ -63,6 +68,10 @@ type engine struct {
 	exhausted    bool              // pull has nothing more
 	outstanding  int               // requests in flight or backing off
 	stalls       int               // consecutive rounds without progress
+	why          error             // why entries were abandoned since the last progress
+	refused      bool              // a response since the last progress left entries or was throttled
+	lateRounds   int               // rounds of abandoned requests since the last progress
+	lateAt       time.Time         // when the last such round ended
 	round        int               // bumped whenever a round ends
 	gate         time.Time         // nothing is sent before it
 	lastProgress time.Time
@@ -246,7 +255,7 @@ func (e *engine) sendOne(ctx context.Context, batch []*job) (out outcome) {
 				e.panicked = &pullPanic{value: v}
 			}
 			e.mu.Unlock()
-			out = outcome{err: errClientPanic}
+			out = outcome{err: errClientPanic, unsure: true}
 		}
 	}()
 	return e.send(ctx, batch)
@@ -255,43 +264,66 @@ func (e *engine) sendOne(ctx context.Context, batch []*job) (out outcome) {
 var errClientPanic = errors.New("batch: the client panicked")
 
 // record records the outcome of a request. When entries are to be sent
-// again it returns them with the time to wait first; otherwise the request
-// is finished.
+// again after a wait it returns them with the time to wait; otherwise the
+// request is finished. Entries the client abandoned go back to the queue
+// at once: that is neither progress nor a stall.
 func (e *engine) record(ctx context.Context, batch []*job, round int, sentAt time.Time, out outcome) (left []*job, delay time.Duration, again bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.progressLocked()
 	e.stats.Attempts += out.attempts
 	e.items = append(e.items, out.items...)
-	left = out.left
+	left, late := out.left, out.late
+	if out.err != nil && !out.settled {
+		left = batch
+	}
+	markUnsure(late, true)
+	markUnsure(left, out.unsure)
 	if out.err != nil {
 		if ctx.Err() != nil || !isThrottle(out.err) {
 			e.pace.observe(batch, nil, false, sentAt, time.Now())
 			e.failLocked(cmpOr(ctx.Err(), out.err))
-			e.finishLocked(batch, batch)
+			e.finishLocked(batch, append(slices.Clip(left), late...))
 			return nil, 0, false
 		}
 		e.stats.Throttled++
-		left = batch
 	}
-	progress := len(left) < len(batch)
-	e.learnLocked(batch, left, progress || round != e.round, sentAt)
-	if err := e.roundLocked(progress, round); err != nil {
+	rest := batch
+	if len(late) > 0 {
+		e.stats.Abandoned += len(late)
+		e.why = out.why
+		e.pace.observe(late, nil, false, sentAt, time.Now()) // they teach nothing of their keys
+		rest = slices.DeleteFunc(slices.Clone(batch), func(j *job) bool { return slices.Contains(late, j) })
+	}
+	progress := len(left) < len(rest)
+	e.learnLocked(rest, left, progress || round != e.round, sentAt)
+	var err error
+	if progress || len(left) > 0 {
+		err = e.roundLocked(progress, round)
+	} else {
+		err = e.lateLocked(sentAt)
+	}
+	if err != nil {
 		e.failLocked(err)
 	}
 	if len(left) > 0 {
 		e.stats.UnprocessedRounds++
 	}
-	if len(left) == 0 || e.stopping {
-		e.finishLocked(batch, left)
+	notDone := append(slices.Clip(left), late...)
+	if len(notDone) == 0 || e.stopping {
+		e.finishLocked(batch, notDone)
 		return nil, 0, false
 	}
-	if e.budgetSpentLocked() {
+	if len(left) > 0 && e.budgetSpentLocked() {
 		e.failLocked(ErrRetryBudget)
-		e.finishLocked(batch, left)
+		e.finishLocked(batch, notDone)
 		return nil, 0, false
 	}
-	e.doneLocked(batch, left)
+	e.doneLocked(batch, notDone)
+	if len(late) > 0 {
+		e.queue = append(e.queue, e.parkLocked(late, 0)...)
+		e.cond.Broadcast()
+	}
 	if progress && !e.sizeDriven {
 		// Leftovers after progress wait a little on their own; a stalled
 		// round's wait is the gate's, shared by every worker.
@@ -307,27 +339,70 @@ func (e *engine) record(ctx context.Context, batch []*job, round int, sentAt tim
 	return left, delay, true
 }
 
+// markUnsure marks js as sent in a request whose outcome is unknown.
+func markUnsure(js []*job, unsure bool) {
+	if !unsure {
+		return
+	}
+	for _, j := range js {
+		j.unsure = true
+	}
+}
+
 // roundLocked applies the round rule to a response and reports ErrStalled
 // when nothing has been done for StallTimeout.
 func (e *engine) roundLocked(progress bool, round int) error {
 	now := time.Now()
 	if progress {
 		e.stalls = 0
+		e.why, e.refused, e.lateRounds = nil, false, 0
 		e.round++
 		e.gate = time.Time{}
 		e.lastProgress = now
 		return nil
 	}
+	e.refused = true
 	if round != e.round {
 		return nil // the round this request was sent in has already ended
 	}
 	if now.Sub(e.lastProgress) >= e.opts.StallTimeout {
-		return ErrStalled
+		return e.stalledLocked()
 	}
 	e.stalls++
 	e.round++
 	e.gate = now.Add(e.opts.jitter(backoff(e.opts.BaseDelay, e.opts.MaxDelay, e.stalls)))
 	return nil
+}
+
+// lateLocked applies the rule for a response whose entries were all
+// abandoned by the client (sent at sentAt): it is no stall, but once
+// nothing has been done for StallTimeout, and entries were abandoned in
+// two rounds at least (each entry had a second chance), the call gives
+// up.
+func (e *engine) lateLocked(sentAt time.Time) error {
+	now := time.Now()
+	if sentAt.After(e.lateAt) { // sent after the last round of them ended
+		e.lateRounds++
+		e.lateAt = now
+	}
+	if e.lateRounds >= 2 && now.Sub(e.lastProgress) >= e.opts.StallTimeout {
+		return e.stalledLocked()
+	}
+	return nil
+}
+
+// stalledLocked is the error of a call in which nothing was done for
+// StallTimeout: ErrStalled if entries were left or throttled since the
+// last progress, wrapping the cause of abandoned requests if any were
+// abandoned; that cause alone if nothing else happened.
+func (e *engine) stalledLocked() error {
+	switch {
+	case e.why == nil:
+		return ErrStalled
+	case e.refused:
+		return fmt.Errorf("%w; requests were abandoned too: %w", ErrStalled, e.why)
+	}
+	return fmt.Errorf("batch: nothing done for %v (StallTimeout): %w", e.opts.StallTimeout, e.why)
 }
 
 // requeue puts leftovers back after their wait. A wait cut short means the

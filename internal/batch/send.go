@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/observe"
 )
 
@@ -75,35 +76,74 @@ func writeSender(c WriteAPI, opts Options) sender {
 			}
 			in.RequestItems[j.table] = append(in.RequestItems[j.table], wr)
 		}
-		var attempts atomic.Int64
-		out, err := sendVia(ctx, c.BatchWriteItem, in, opts, countAttempts(&attempts))
-		res := outcome{attempts: int(attempts.Load()), err: err}
-		if err != nil {
-			return res
+		var a attempts.Counter
+		out, err := sendVia(ctx, c.BatchWriteItem, in, opts, a.Option)
+		sent, _ := a.Counts()
+		res := outcome{attempts: sent, err: err, unsure: a.MaybeApplied()}
+		var pe *PartialError
+		if errors.As(err, &pe) {
+			return partialOutcome(res, batch, pe, opts)
 		}
-		if len(out.UnprocessedItems) == 0 {
+		if err != nil || len(out.UnprocessedItems) == 0 {
 			return res
 		}
 		m := newMatcher(batch)
-		for table, wrs := range out.UnprocessedItems {
-			names := opts.KeyAttributes[table]
-			for _, wr := range wrs {
-				var fp string
-				switch {
-				case wr.PutRequest != nil:
-					fp = fingerprint(table, wr.PutRequest.Item, names)
-				case wr.DeleteRequest != nil:
-					fp = fingerprint(table, wr.DeleteRequest.Key, names)
-				}
-				j, ok := m.take(fp)
-				if !ok {
-					return outcome{attempts: res.attempts, err: errUnmatched}
-				}
-				res.left = append(res.left, j)
-			}
+		left, ok := m.takeWrites(out.UnprocessedItems, opts)
+		if !ok {
+			return unmatched(res)
 		}
+		res.left = left
 		return res
 	}
+}
+
+// partialOutcome is the outcome of a request that a wrapping client
+// settled itself (PartialError).
+func partialOutcome(res outcome, batch []*job, pe *PartialError, opts Options) outcome {
+	res.err, res.settled, res.why = pe.Err, true, pe.Abandoned
+	m := newMatcher(batch)
+	var ok1, ok2 bool
+	res.left, ok1 = m.takeWrites(pe.Unprocessed, opts)
+	res.late, ok2 = m.takeWrites(pe.Unknown, opts)
+	if !ok1 || !ok2 {
+		return unmatched(res)
+	}
+	if res.why == nil && len(res.late) > 0 {
+		res.why = errAbandoned
+	}
+	return res
+}
+
+// unmatched is the outcome of a response that names an entry the request
+// did not hold: which entries were done is unknown.
+func unmatched(res outcome) outcome {
+	return outcome{attempts: res.attempts, err: errUnmatched, unsure: true}
+}
+
+var errAbandoned = errors.New("batch: requests abandoned by the client")
+
+// takeWrites takes the sent entries that the write requests of wrs stand
+// for; false if one stands for none.
+func (m matcher) takeWrites(wrs map[string][]types.WriteRequest, opts Options) ([]*job, bool) {
+	var js []*job
+	for table, list := range wrs {
+		names := opts.KeyAttributes[table]
+		for _, wr := range list {
+			var fp string
+			switch {
+			case wr.PutRequest != nil:
+				fp = fingerprint(table, wr.PutRequest.Item, names)
+			case wr.DeleteRequest != nil:
+				fp = fingerprint(table, wr.DeleteRequest.Key, names)
+			}
+			j, ok := m.take(fp)
+			if !ok {
+				return nil, false
+			}
+			js = append(js, j)
+		}
+	}
+	return js, true
 }
 
 func getSender(c GetAPI, opts Options) sender {

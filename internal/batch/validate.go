@@ -26,6 +26,10 @@ type job struct {
 	units   float64
 	pace    *keyPace
 	retried bool
+
+	// unsure: sent in a request whose outcome is unknown, and not done
+	// since (UnprocessedError.MaybeDone).
+	unsure bool
 }
 
 // partKey is the fingerprint of the entry's table and partition-key value,
