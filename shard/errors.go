@@ -81,6 +81,7 @@ var (
 // that ends without an answer, it may or may not have been applied, and
 // retrying it is safe. The error names the fence, the table and the
 // HistoryTTL the fence came from (the shorter of the Layout's and the
-// base record's): a longer HistoryTTL gives each request longer. Load
+// base record's): a longer HistoryTTL gives each request longer (the
+// record's changes with a Reshard, see "Across processes"). Load
 // sends an abandoned item again under a fresh view.
 var ErrTooLate = errs.New("shard: request abandoned: it took longer than the fence", nil)

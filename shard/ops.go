@@ -271,7 +271,7 @@ func opName(op txOp) string {
 func (t *Table[T]) late(ctx context.Context, v view, err error) error {
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		fence := v.deadline(t.l).Sub(v.at)
-		return fmt.Errorf("%w of %v (table %s; HistoryTTL %v, the shorter of the Layout's and the base record's: a longer one gives requests longer): %w",
+		return fmt.Errorf("%w of %v (table %s; HistoryTTL %v, the shorter of the Layout's and the base record's: raise the shorter one, the record's by a Reshard, to give requests longer): %w",
 			ErrTooLate, fence, t.l.Table, v.trust(t.l), err)
 	}
 	return err
