@@ -407,6 +407,13 @@ func mprocScatter(ctx context.Context, lg *mprocLog, sc *scatter.Scatter, base s
 		if next == "" {
 			return
 		}
+		if unordered {
+			// An Unordered walk of Pages may return an item again on a
+			// later Page if it moved between them (scatter's package
+			// doc): each call returns an item once, so each is checked
+			// on its own.
+			clear(seen)
+		}
 		cur = next
 	}
 }
