@@ -40,6 +40,9 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 	if err != nil {
 		return err
 	}
+	if err := t.needTransactions(ctx, base, o); err != nil {
+		return err
+	}
 	v, keys, err := t.writeTarget(ctx, base, id)
 	if err != nil {
 		return err
@@ -148,6 +151,9 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 			return zero, t.itemErr(base, id, fmt.Errorf("%w: the update changes key attribute %q", ErrInvalidKey, name))
 		}
 	}
+	if err := t.needTransactions(ctx, base, o); err != nil {
+		return zero, err
+	}
 	v, keys, err := t.writeTarget(ctx, base, id)
 	if err != nil {
 		return zero, err
@@ -206,6 +212,9 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 	}
 	c, err := t.condition(base, id, o)
 	if err != nil {
+		return err
+	}
+	if err := t.needTransactions(ctx, base, o); err != nil {
 		return err
 	}
 	v, keys, err := t.writeTarget(ctx, base, id)
@@ -297,3 +306,18 @@ func (t *Table[T]) condition(base, id string, o Options) (condition, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// needTransactions fails with ErrNoTransactions if o asks for ExactlyOnce
+// on a server without transactions, before anything is written: the
+// base's record would otherwise be written first. One TransactGetItems
+// of base's record per Table, until one is not refused as unknown.
+func (t *Table[T]) needTransactions(ctx context.Context, base string, o Options) error {
+	if !o.ExactlyOnce || t.txOK.Load() {
+		return nil
+	}
+	if err := t.l.probeTransactions(ctx, t.c, base, "ExactlyOnce write of"); err != nil {
+		return err
+	}
+	t.txOK.Store(true)
+	return nil
+}

@@ -105,7 +105,7 @@ func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int
 	if _, err := l.recordKey(base); err != nil {
 		return view{}, fmt.Errorf("%w: Reshard: %w", ErrInvalid, err)
 	}
-	if err := l.probeTransactions(ctx, c, base); err != nil {
+	if err := l.probeTransactions(ctx, c, base, "Reshard"); err != nil {
 		return view{}, err
 	}
 	db := databaseOf(ctx, c)
@@ -190,8 +190,9 @@ func (l Layout) activateDue(ctx context.Context, c reshardClient, base string, v
 }
 
 // probeTransactions fails with ErrNoTransactions if the server answers a
-// TransactGetItems of base's record with an unknown operation.
-func (l Layout) probeTransactions(ctx context.Context, c reshardClient, base string) error {
+// TransactGetItems of base's record with an unknown operation; what
+// names the call that needs them.
+func (l Layout) probeTransactions(ctx context.Context, c reshardClient, base, what string) error {
 	key, err := l.recordKey(base)
 	if err != nil {
 		return err
@@ -201,7 +202,7 @@ func (l Layout) probeTransactions(ctx context.Context, c reshardClient, base str
 			ExpressionAttributeNames: map[string]string{"#r": attrRev}}},
 	}})
 	if isUnknownOperation(err) {
-		return fmt.Errorf("shard: Reshard table %s base %q: %w: %w", l.Table, clip(base), ErrNoTransactions, err)
+		return fmt.Errorf("shard: %s table %s base %q: %w: %w", what, l.Table, clip(base), ErrNoTransactions, err)
 	}
 	return nil // any other error shows up in the record read that follows
 }

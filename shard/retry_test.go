@@ -143,14 +143,25 @@ func TestExactlyOnceNeedsTransactions(t *testing.T) {
 		ctx := context.Background()
 		tbl := newOrders(t, s.Client(), s.Table(t, "pk:S", "sk:S"), shard.Hash(4))
 		once := func(o *shard.Options) { o.ExactlyOnce = true }
-		err := tbl.Put(ctx, "day", Order{ID: "o1", Amount: 1}, once)
-		_, gerr := tbl.Get(ctx, "day", "o1", func(o *shard.Options) { o.ConsistentRead = true })
 		if !s.Transactions() {
-			if !errors.Is(err, shard.ErrNoTransactions) || !errors.Is(gerr, shard.ErrNotFound) {
-				t.Errorf("dynalite: Put %v, then Get %v; want ErrNoTransactions and nothing written", err, gerr)
+			// Each write is refused before anything is written: not even the
+			// base's layout record, which a first write records.
+			perr := tbl.Put(ctx, "day", Order{ID: "o1", Amount: 1}, once)
+			_, uerr := tbl.Update(ctx, "day", "o1", expression.Set(expression.Name("Amount"), expression.Value(2)), once)
+			derr := tbl.Delete(ctx, "day", "o1", once)
+			for op, err := range map[string]error{"Put": perr, "Update": uerr, "Delete": derr} {
+				if !errors.Is(err, shard.ErrNoTransactions) {
+					t.Errorf("dynalite: ExactlyOnce %s: %v; want ErrNoTransactions", op, err)
+				}
+			}
+			out, err := s.Client().Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(tbl.Layout().Table)})
+			if err != nil || len(out.Items) != 0 {
+				t.Errorf("dynalite: after refused ExactlyOnce writes the table holds %v (Scan %v); want nothing, record included", out.Items, err)
 			}
 			return
 		}
+		err := tbl.Put(ctx, "day", Order{ID: "o1", Amount: 1}, once)
+		_, gerr := tbl.Get(ctx, "day", "o1", func(o *shard.Options) { o.ConsistentRead = true })
 		if err != nil || gerr != nil {
 			t.Errorf("Put %v, then Get %v; want the item written", err, gerr)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -84,8 +85,9 @@ type Options struct {
 	// repeat within 10 minutes with the first outcome. It costs what a
 	// transaction costs (twice the write units of a plain write; DynamoDB
 	// Local reports four times) and
-	// needs a server with transactions (ErrNoTransactions otherwise:
-	// dynalite). While an id has several keys every write is a
+	// needs a server with transactions (otherwise ErrNoTransactions,
+	// before anything is written, the base's record included: dynalite;
+	// one TransactGetItems per Table finds out). While an id has several keys every write is a
 	// transaction anyway. Load's batches are not affected. Usually set at
 	// NewTable; per call too. Default false: plain writes.
 	ExactlyOnce bool
@@ -129,6 +131,9 @@ type Table[T any] struct {
 	l    Layout
 	opts Options
 	obs  *observe.Scope // the client's TracerProvider and MeterProvider; nil: none
+	// txOK is set once the server answered a transaction probe, so that
+	// ExactlyOnce probes it once per Table (see needTransactions).
+	txOK atomic.Bool
 }
 
 // NewTable returns a Table over the table l describes. It returns an
