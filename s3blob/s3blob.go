@@ -1,28 +1,31 @@
-// Package s3blob keeps the payloads package chunk offloads (chunk.Options
-// Objects) in an Amazon S3 bucket: New returns a chunk.ObjectStore on an
-// *s3.Client. It is a module of its own, github.com/dynashard/dynashard/s3blob,
-// so that the library's go.mod does not list the S3 SDK and programs that
-// do not offload never build it.
+// Package s3blob keeps the payloads that package chunk offloads
+// (chunk.Options Objects) in an Amazon S3 bucket. New returns a
+// chunk.ObjectStore on an *s3.Client. It is a module of its own,
+// github.com/dynashard/dynashard/s3blob. So the library's go.mod does not
+// list the S3 SDK, and programs that do not offload never build it.
 //
 //	bucket, err := s3blob.New(s3.NewFromConfig(cfg), "my-bucket")
 //	st, err := chunk.New(ddb, "Thread", "ThreadChunks", func(o *chunk.Options) {
 //		o.Objects = bucket // payloads of 1 MiB and more go to S3
 //	})
 //
-// An object of up to Options.PartSize bytes goes up with one PutObject;
-// a larger one with a multipart upload whose parts (PartSize bytes each,
-// the last shorter) are read from the payload stream in order and sent
-// Options.Concurrency at a time, so Put holds at most Concurrency+1 parts
-// whatever the payload's size. Every part and single object is sent from
-// memory, so the SDK can compute its checksum before sending and retry it.
-// A failed multipart upload is aborted, unless ctx is done; a bucket
+// An object of up to Options.PartSize bytes goes up with one PutObject. A
+// larger one goes up with a multipart upload. Its parts (PartSize bytes
+// each, the last shorter) are read from the payload stream in order and
+// sent Options.Concurrency at a time. So Put holds at most Concurrency+1
+// parts, whatever the payload's size. Every part and single object is sent
+// from memory, so the SDK can compute its checksum before sending and
+// retry it.
+//
+// A failed multipart upload is aborted, unless ctx is done. A bucket
 // lifecycle rule (AbortIncompleteMultipartUpload) should remove what an
-// abort could not, as for any S3 writer. Reads are ranged GETs; a missing
+// abort could not, as for any S3 writer. Reads are ranged GETs. A missing
 // object is an error matching fs.ErrNotExist, as chunk.ObjectStore asks.
 //
-// The package is tested against s3rver and DynamoDB Local and dynalite, by
-// the in-repository module internal/integrationtest (its s3fault proxy
-// makes S3 fail: 5xx, a reset mid-upload), which is never released.
+// The package is tested against s3rver and DynamoDB Local and dynalite.
+// The tests live in the in-repository module internal/integrationtest,
+// which is never released. Its s3fault proxy makes S3 fail: 5xx, a reset
+// mid-upload.
 package s3blob
 
 import (
