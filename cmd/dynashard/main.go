@@ -8,59 +8,69 @@
 //	dynashard proxy -target URL [-listen 127.0.0.1:8000] [-model perkey|partitioned] [model and fault flags] [-stats 1s]
 //	dynashard -version
 //
-// analyze reads ids, one per line, from a file or standard input and shows,
-// strategy beside strategy, how evenly each spreads them over N suffixes:
-// run it on a sample of real ids before choosing a strategy.
+// analyze reads ids, one per line, from a file or standard input. It shows,
+// strategy beside strategy, how evenly each spreads them over N suffixes.
+// Run it on a sample of real ids before choosing a strategy.
 //
 // plan answers the DynamoDB guide's partition questions with package
 // partition, the arithmetic the fault proxy's partition model uses too:
-// how many partitions a provisioned table has and what each serves, after
-// a throughput change (-new-rcu, -new-wcu) and after a partition fills and
-// splits (-split); what a bulk load in a given time needs and what it
-// leaves each partition once throughput is lowered again (-load-items,
-// -load-time, -steady-wcu), with the slower load that leaves fewer; and the
-// shard count for one hot logical key (-writes), planned against the
-// table's smallest partition share when the table is described, else
-// against DynamoDB's 1,000 WCU per partition. Sizes need a unit (20GB,
-// 512MiB): a bare number is refused. A figure no plan could use (NaN, Inf,
-// negative, -writes 0, or more than any table of partition.MaxPartitions
-// partitions or shard.MaxN keys takes) is a usage error naming its flag
-// (exit status 2); figures in range that have no plan together exit 1.
-// A plan is printed whole or not at all.
+//
+//   - how many partitions a provisioned table has and what each serves,
+//     after a throughput change (-new-rcu, -new-wcu) and after a partition
+//     fills and splits (-split);
+//   - what a bulk load in a given time needs, and what it leaves each
+//     partition once throughput is lowered again (-load-items, -load-time,
+//     -steady-wcu), with the slower load that leaves fewer;
+//   - the shard count for one hot logical key (-writes). It is planned
+//     against the table's smallest partition share when the table is
+//     described, else against DynamoDB's 1,000 WCU per partition.
+//
+// Sizes need a unit (20GB, 512MiB): a bare number is refused. Some figures
+// no plan could use: NaN, Inf, negative, -writes 0, or more than any table
+// of partition.MaxPartitions partitions or shard.MaxN keys takes. Such a
+// figure is a usage error naming its flag (exit status 2). Figures in range
+// that have no plan together exit 1. A plan is printed whole or not at all.
 //
 // Help (-h) and every error go to standard error; only results go to
 // standard output.
 //
 // proxy puts the test kit's fault proxy (package
 // github.com/dynashard/dynashard/dynashardtest/faultproxy) in front of a
-// local DynamoDB-compatible endpoint, so that services written with any
-// SDK can be tested against DynamoDB's throttling: point the service's
-// endpoint at the URL it prints. Its per-key model (the default, as for
-// faultproxy.Config's zero value) gives each partition-key value -wcu and
-// -rcu of its own; -model partitioned divides a provisioned table's
-// throughput among partitions as DynamoDB does, taking it from the
-// CreateTable and UpdateTable requests that pass through (-table
-// NAME=RCU,WCU overrides them), with burst (-burst-window), adaptive
-// capacity (-adaptive, -adaptive-delay), splits (-partition-size) and a
-// time scale (-time-scale). Both keep one second of unused capacity by
-// default (-burst, -burst-window), as the package does, so that a low
-// capacity throttles within seconds; -burst-window 5m is DynamoDB's 300 s. Fault flags add UnprocessedItems (-unprocessed),
-// throttling (-throttle), HTTP 500s (-error, -error-after), resets,
-// truncated responses and latency, drawn from -seed. It prints
-// "listening on URL ..." to stdout, a line of counters to stderr every
-// -stats while they change (requests, forwarded, throttled, unprocessed,
-// and each table's partitions), and stops cleanly on SIGINT or SIGTERM.
-// The target must not check request signatures (DynamoDB Local and
-// dynalite do not): requests are forwarded as signed for the proxy.
+// local DynamoDB-compatible endpoint. So services written with any SDK can
+// be tested against DynamoDB's throttling: point the service's endpoint at
+// the URL it prints. It has two models:
+//
+//   - Its per-key model (the default, as for faultproxy.Config's zero
+//     value) gives each partition-key value -wcu and -rcu of its own.
+//   - -model partitioned divides a provisioned table's throughput among
+//     partitions as DynamoDB does. It takes the throughput from the
+//     CreateTable and UpdateTable requests that pass through; -table
+//     NAME=RCU,WCU overrides them. It models burst (-burst-window),
+//     adaptive capacity (-adaptive, -adaptive-delay), splits
+//     (-partition-size) and a time scale (-time-scale).
+//
+// Both keep one second of unused capacity by default (-burst,
+// -burst-window), as the package does. So a low capacity throttles within
+// seconds; -burst-window 5m is DynamoDB's 300 s. Fault flags add
+// UnprocessedItems (-unprocessed), throttling (-throttle), HTTP 500s
+// (-error, -error-after), resets, truncated responses and latency, drawn
+// from -seed.
+//
+// The proxy prints "listening on URL ..." to stdout. While its counters
+// change, it prints a line of them to stderr every -stats: requests,
+// forwarded, throttled, unprocessed, and each table's partitions. It stops
+// cleanly on SIGINT or SIGTERM. The target must not check request
+// signatures (DynamoDB Local and dynalite do not): requests are forwarded
+// as signed for the proxy.
 //
 // -version (or --version) prints the module version: a release's, or
 // "(devel)" for a build from a checkout.
 //
 // The benchmarks that measure the library against naive baselines are not
-// here: they live in their own module, github.com/dynashard/dynashard/bench
-// (the bench directory of the repository; run them with
-// "cd bench && go run . -quick"), so that neither this command nor the
-// library pulls in the plotting code.
+// here. They live in their own module, github.com/dynashard/dynashard/bench
+// (the bench directory of the repository). Run them with "cd bench && go
+// run . -quick". So neither this command nor the library pulls in the
+// plotting code.
 package main
 
 import (
