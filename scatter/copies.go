@@ -1,19 +1,17 @@
 package scatter
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"hash"
 	"hash/fnv"
 	"hash/maphash"
-	"maps"
 	"reflect"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/itemhash"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -236,75 +234,8 @@ func (p *plan) memDigest(item map[string]types.AttributeValue) uint64 {
 }
 
 func (p *plan) digest(h hash.Hash64, item map[string]types.AttributeValue) uint64 {
-	names := slices.Sorted(maps.Keys(item))
-	for _, name := range names {
-		if name == p.pkAttr || isHidden(name) {
-			continue
-		}
-		writeField(h, []byte(name))
-		writeValue(h, item[name])
-	}
+	itemhash.Write(h, item, func(name string) bool { return name == p.pkAttr || isHidden(name) })
 	return h.Sum64()
-}
-
-func writeField(h hash.Hash64, b []byte) {
-	var n [binary.MaxVarintLen64]byte
-	h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
-	h.Write(b)
-}
-
-func writeValue(h hash.Hash64, v types.AttributeValue) {
-	set := func(tag byte, members [][]byte) {
-		slices.SortFunc(members, bytes.Compare)
-		h.Write([]byte{tag})
-		writeField(h, binary.AppendUvarint(nil, uint64(len(members))))
-		for _, m := range members {
-			writeField(h, m)
-		}
-	}
-	strs := func(ss []string) [][]byte {
-		out := make([][]byte, len(ss))
-		for i, s := range ss {
-			out[i] = []byte(s)
-		}
-		return out
-	}
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		h.Write([]byte{'S'})
-		writeField(h, []byte(v.Value))
-	case *types.AttributeValueMemberN:
-		h.Write([]byte{'N'})
-		writeField(h, []byte(v.Value))
-	case *types.AttributeValueMemberB:
-		h.Write([]byte{'B'})
-		writeField(h, v.Value)
-	case *types.AttributeValueMemberBOOL:
-		h.Write([]byte{'T', map[bool]byte{false: 0, true: 1}[v.Value]})
-	case *types.AttributeValueMemberNULL:
-		h.Write([]byte{'0'})
-	case *types.AttributeValueMemberSS:
-		set('s', strs(v.Value))
-	case *types.AttributeValueMemberNS:
-		set('n', strs(v.Value))
-	case *types.AttributeValueMemberBS:
-		set('b', slices.Clone(v.Value))
-	case *types.AttributeValueMemberL:
-		h.Write([]byte{'L'})
-		writeField(h, binary.AppendUvarint(nil, uint64(len(v.Value))))
-		for _, e := range v.Value {
-			writeValue(h, e)
-		}
-	case *types.AttributeValueMemberM:
-		h.Write([]byte{'M'})
-		for _, k := range slices.Sorted(maps.Keys(v.Value)) {
-			writeField(h, []byte(k))
-			writeValue(h, v.Value[k])
-		}
-		h.Write([]byte{'m'})
-	default:
-		h.Write([]byte{'?'})
-	}
 }
 
 // byKey reports whether the sort key names an item: under a calculated
