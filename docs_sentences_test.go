@@ -102,8 +102,9 @@ func checkSentences(t *testing.T, name string, prose []string) {
 
 // docDirs lists the directories under root whose package doc the test
 // measures: every directory with a non-test Go file, except examples,
-// tools (the release tooling), testdata and hidden directories, and
-// internal packages without a doc.go.
+// tools (the release tooling), testdata, directories the go command
+// ignores (starting with "." or "_"), and internal packages without a
+// doc.go.
 func docDirs(root string) ([]string, error) {
 	var dirs []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -114,7 +115,7 @@ func docDirs(root string) ([]string, error) {
 			return nil
 		}
 		name := d.Name()
-		if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "examples" || name == "tools" || name == "node_modules") {
+		if path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "examples" || name == "tools" || name == "node_modules") {
 			return filepath.SkipDir
 		}
 		internal := slices.Contains(strings.Split(filepath.ToSlash(path), "/"), "internal")
@@ -210,8 +211,8 @@ var (
 )
 
 // readmeSections splits README.md's prose by "## " heading into
-// paragraphs and list items, without code blocks, tables, headings and
-// HTML comments. Text before the first "## " is the section "(top)".
+// paragraphs and list items, without code blocks, tables, images,
+// headings and HTML comments. Text before the first "## " is the section "(top)".
 func readmeSections(md string) []readmeSection {
 	sections := []readmeSection{{title: "(top)"}}
 	var cur []string
@@ -233,7 +234,7 @@ func readmeSections(md string) []readmeSection {
 		case htmlComment || strings.HasPrefix(trimmed, "<!--"):
 			flush()
 			htmlComment = !strings.Contains(trimmed, "-->")
-		case trimmed == "", strings.HasPrefix(trimmed, "|"):
+		case trimmed == "", strings.HasPrefix(trimmed, "|"), strings.HasPrefix(trimmed, "!["):
 			flush()
 		case strings.HasPrefix(trimmed, "#"):
 			flush()
