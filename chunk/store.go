@@ -8,10 +8,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/avmap"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/observe"
@@ -430,9 +430,10 @@ type Info struct {
 }
 
 // UnmarshalAttributes decodes Attributes into out with
-// attributevalue.UnmarshalMap.
+// attributevalue.UnmarshalMap; into a *map[string]types.AttributeValue
+// it copies them.
 func (i Info) UnmarshalAttributes(out any) error {
-	return attributevalue.UnmarshalMap(i.Attributes, out)
+	return avmap.Unmarshal(i.Attributes, out)
 }
 
 // keyPrefix validates key for this store and returns its chunk-key prefix.

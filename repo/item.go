@@ -9,11 +9,11 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/avmap"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/parentio"
 	"github.com/dynashard/dynashard/shard"
@@ -45,7 +45,7 @@ func (r *Repo[T]) put(ctx context.Context, op, base string, v T, create bool) (_
 	if _, err := r.call(ctx, nil); err != nil {
 		return v, err
 	}
-	av, err := attributevalue.MarshalMapWithOptions(v, r.encoder())
+	av, err := avmap.Marshal(v, r.encoder())
 	if err != nil {
 		return v, r.invalid("marshal %T: %w", v, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/avmap"
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/scatter"
@@ -298,7 +299,7 @@ func (r *Repo[T]) decode(av map[string]types.AttributeValue) (T, error) {
 	if dec == nil {
 		dec = func(*attributevalue.DecoderOptions) {}
 	}
-	if err := attributevalue.UnmarshalMapWithOptions(av, &v, dec); err != nil {
+	if err := avmap.Unmarshal(av, &v, dec); err != nil {
 		return v, fmt.Errorf("repo: table %s: unmarshal into %T: %w", r.layout.Table, v, err)
 	}
 	return v, nil

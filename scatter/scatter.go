@@ -8,12 +8,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/adapt"
+	"github.com/dynashard/dynashard/internal/avmap"
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/history"
 	"github.com/dynashard/dynashard/internal/observe"
@@ -347,9 +347,10 @@ type Item struct {
 	Attrs map[string]types.AttributeValue
 }
 
-// Unmarshal decodes the item into out with attributevalue.UnmarshalMap.
+// Unmarshal decodes the item into out with attributevalue.UnmarshalMap;
+// into a *map[string]types.AttributeValue it copies the item.
 func (it Item) Unmarshal(out any) error {
-	if err := attributevalue.UnmarshalMap(it.Attrs, out); err != nil {
+	if err := avmap.Unmarshal(it.Attrs, out); err != nil {
 		return fmt.Errorf("scatter: unmarshal item from suffix %d: %w", it.Suffix, err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/avmap"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/observe"
@@ -274,7 +275,7 @@ func (t *Table[T]) keyAt(pk, id string) map[string]types.AttributeValue {
 // a non-empty S (the id); the partition key is set from strategy s; the
 // whole item is checked against DynamoDB's value rules and size limit.
 func (t *Table[T]) marshal(base string, item T, o Options, s Strategy) (map[string]types.AttributeValue, string, error) {
-	av, err := attributevalue.MarshalMapWithOptions(item, encoder(o))
+	av, err := avmap.Marshal(item, encoder(o))
 	if err != nil {
 		return nil, "", t.itemErr(base, "", fmt.Errorf("marshal %T: %w", item, err))
 	}
@@ -316,7 +317,7 @@ func decoder(o Options) func(*attributevalue.DecoderOptions) {
 
 func (t *Table[T]) unmarshal(av map[string]types.AttributeValue, o Options) (T, error) {
 	var v T
-	if err := attributevalue.UnmarshalMapWithOptions(av, &v, decoder(o)); err != nil {
+	if err := avmap.Unmarshal(av, &v, decoder(o)); err != nil {
 		return v, fmt.Errorf("shard: table %s: unmarshal into %T: %w", t.l.Table, v, err)
 	}
 	return v, nil

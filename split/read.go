@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynashard/dynashard/internal/avmap"
 	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/batch"
 	"github.com/dynashard/dynashard/internal/observe"
@@ -266,7 +267,7 @@ func (s *Store[T]) decode(av map[string]types.AttributeValue, v *T, o Options) e
 	if dec == nil {
 		dec = func(*attributevalue.DecoderOptions) {}
 	}
-	if err := attributevalue.UnmarshalMapWithOptions(av, v, dec); err != nil {
+	if err := avmap.Unmarshal(av, v, dec); err != nil {
 		return fmt.Errorf("split: unmarshal into %T: %w", *v, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/attempts"
+	"github.com/dynashard/dynashard/internal/avmap"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/setclause"
@@ -407,7 +408,7 @@ func (s *Store[T]) marshal(item T, o Options) (Key, map[string]types.AttributeVa
 	if enc == nil {
 		enc = func(*attributevalue.EncoderOptions) {}
 	}
-	av, err := attributevalue.MarshalMapWithOptions(item, enc)
+	av, err := avmap.Marshal(item, enc)
 	if err != nil {
 		return Key{}, nil, fmt.Errorf("%w: split: marshal %T: %w", ErrInvalid, item, err)
 	}
