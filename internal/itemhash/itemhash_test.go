@@ -34,10 +34,12 @@ func TestCanonical(t *testing.T) {
 		t.Error("a set listed in another order hashes differently")
 	}
 	for name, change := range map[string]func(m map[string]types.AttributeValue){
-		"value":        func(m map[string]types.AttributeValue) { m["a"] = s("y") },
-		"type":         func(m map[string]types.AttributeValue) { m["a"] = n("1") },
-		"name":         func(m map[string]types.AttributeValue) { m["b"] = m["a"]; delete(m, "a") },
-		"list order":   func(m map[string]types.AttributeValue) { m["l"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{n("1"), s("1")}} },
+		"value": func(m map[string]types.AttributeValue) { m["a"] = s("y") },
+		"type":  func(m map[string]types.AttributeValue) { m["a"] = n("1") },
+		"name":  func(m map[string]types.AttributeValue) { m["b"] = m["a"]; delete(m, "a") },
+		"list order": func(m map[string]types.AttributeValue) {
+			m["l"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{n("1"), s("1")}}
+		},
 		"nested":       func(m map[string]types.AttributeValue) { m["m"].(*types.AttributeValueMemberM).Value["k"] = n("2") },
 		"added":        func(m map[string]types.AttributeValue) { m["z"] = &types.AttributeValueMemberNULL{Value: true} },
 		"field bounds": func(m map[string]types.AttributeValue) { m["a"] = s("x" + strings.Repeat("\x00", 1)) },
