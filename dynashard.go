@@ -12,6 +12,8 @@
 //   - repo: a typed repository built on shard, scatter and chunk.
 //   - split: one logical item stored as parts in several tables, one per
 //     access pattern.
+//   - stream: a sharded table's DynamoDB stream read as changes of its
+//     logical items, moves left out.
 //   - timeseries: one table per period.
 //   - partition: the guide's partition arithmetic.
 //   - dynashardtest: local DynamoDB-compatible servers for your own tests.
