@@ -465,6 +465,13 @@ func checkHistories(t *testing.T, rec *linRecorder) {
 // running at the prefix's last invocation is taken as of unknown outcome
 // (a read then says nothing): the history breaks on that prefix.
 func shortestBad(ops []linOp) []linOp {
+	p := badPrefix(ops)
+	return p[max(0, len(p)-16):]
+}
+
+// badPrefix is the shortest prefix of ops (by invocation) that no serial
+// order explains.
+func badPrefix(ops []linOp) []linOp {
 	ops = slices.Clone(ops)
 	sort.Slice(ops, func(i, j int) bool { return ops[i].call < ops[j].call })
 	prefix := func(n int) []linOp {
@@ -482,7 +489,7 @@ func shortestBad(ops []linOp) []linOp {
 		return p
 	}
 	n := sort.Search(len(ops), func(n int) bool { return !linearizable(prefix(n + 1)) }) + 1
-	return ops[max(0, n-16):min(n, len(ops))]
+	return ops[:min(n, len(ops))]
 }
 
 func dumpOps(ops []linOp) string {

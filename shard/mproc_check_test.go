@@ -157,7 +157,7 @@ type mprocViolation struct {
 	key   string
 	at    time.Duration // when it was broken at the latest: the last invocation of the shortest bad prefix (whose reads still running then are left out)
 	final bool          // only the final reads break it: an acknowledged write no read finds
-	late  bool          // the shortest bad prefix holds a write that reached the server after its deadline (outside the guarantee)
+	late  bool          // the shortest bad prefix holds a write that reached the server after its deadline (outside the guarantee), anywhere in it
 	tail  string
 }
 
@@ -183,8 +183,13 @@ func (h *mprocHistory) check() (bad []mprocViolation, total int) {
 			v := mprocViolation{key: k}
 			during := slices.DeleteFunc(slices.Clone(ops), func(op linOp) bool { return op.by == "final" })
 			v.final = linearizable(during)
-			tail := shortestBad(ops)
-			v.late = slices.ContainsFunc(tail, func(op linOp) bool { return op.late })
+			// A write that reached the server late anywhere in the bad
+			// prefix may have left a second copy that breaks the history
+			// much later (a write meeting two copies conflicts), so the
+			// whole prefix counts, not only its last operations.
+			prefix := badPrefix(ops)
+			v.late = slices.ContainsFunc(prefix, func(op linOp) bool { return op.late })
+			tail := prefix[max(0, len(prefix)-16):]
 			v.at = time.Duration(tail[len(tail)-1].call)
 			v.tail = dumpOps(tail)
 			mu.Lock()

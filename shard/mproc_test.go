@@ -263,6 +263,8 @@ func (r *mprocRunner) check(h *mprocHistory, orphans, doubles []string, relay *m
 		}
 	}
 	bad, total := h.check()
+	// Kept with the histories for a failed run's diagnosis.
+	_ = os.WriteFile(filepath.Join(r.dir, "late.txt"), []byte(strings.Join(relay.late, "\n")), 0o644)
 	t.Logf("%d children (%d killed, %d pauses), %d operations on %d items, %d unknown outcomes, %d writes answered by the server after their call returned, %d requests reached the server after their deadline",
 		len(r.procs), kills, pauses, total, len(h.ops), h.open, h.late, len(relay.late))
 	if testing.Verbose() {
@@ -286,7 +288,7 @@ func (r *mprocRunner) check(h *mprocHistory, orphans, doubles []string, relay *m
 			what = "an acknowledged write no final read finds"
 		}
 		if i < 5 {
-			t.Errorf("%s: %s; first broken at %v by the end of this prefix:\n%s", v.key, what, v.at, v.tail)
+			t.Errorf("%s: %s; first broken at %v by the end of this prefix (a write of the item reached the server late after the prefix: %v):\n%s", v.key, what, v.at, h.outside[v.key], v.tail)
 		}
 	}
 	if len(inside) > 0 {
