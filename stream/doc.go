@@ -67,6 +67,18 @@
 // copy plus the copy's key: one copy, two while a move is seen half.
 // Removed copies stay until [State.Expire] drops them after 24 hours.
 //
+// # Where consumers run
+//
+//   - AWS Lambda: [HandleLambda] takes the event Lambda's event source
+//     mapping delivers (aws-lambda-go's events.DynamoDBEvent). It runs a
+//     function on each record, in order. It reports the first record that
+//     fails in the response's BatchItemFailures, so that Lambda delivers
+//     it and the records after it again.
+//   - A [Poller] reads the Streams API itself, for local use, tests and
+//     small services. It reads parents before children and each shard in
+//     order. It hands records in batches, each with the [Checkpoint] to
+//     store once the batch is processed.
+//
 // # Limits
 //
 //   - The stream's view must hold new images (NEW_IMAGE or
