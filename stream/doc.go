@@ -46,7 +46,8 @@
 // batches delivered again. It holds through concurrent writes, deletes,
 // re-creations, Reshard and Rebalance, interrupted or not. On the way:
 //
-//   - a Rebalance move is never a Delete, and its new copy never a Put;
+//   - a Rebalance move is never a Delete, and its new copy is a Put only
+//     to a consumer that has not seen the item yet;
 //   - the consumer holds only values the item had, possibly an older one;
 //   - a Delete means the item was deleted.
 //
