@@ -14,11 +14,10 @@ import (
 
 // State is what a consumer keeps per logical item, beside its own copy of
 // the item, for Decoder.Apply: the last record seen of each copy of the
-// item, and the digest of what the consumer holds. It is small (about 60
-// bytes per copy plus its key; an item has one copy, two while a move is
-// seen half) and its fields are exported so that it can be stored with
-// the consumer's item, as JSON or as DynamoDB attributes
-// (attributevalue.MarshalMap).
+// item, and the digest of what the consumer holds. It is small (as JSON
+// about 180 bytes for an item of one copy, 130 more per other copy) and
+// its fields are exported so that it can be stored with the consumer's
+// item, as JSON or as DynamoDB attributes (attributevalue.MarshalMap).
 //
 // A copy seen removed stays in Copies, so that its records delivered
 // again are known: Expire drops those older than Streams keeps records.
