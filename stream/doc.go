@@ -51,9 +51,11 @@
 //   - the consumer holds only values the item had, possibly an older one;
 //   - a Delete means the item was deleted.
 //
-// TestConvergence checks this on random histories. It replays the
-// stream under 2,000 random interleavings of its item keys, with batches
-// delivered twice. It fails with moves read as deletes, and with a
+// TestConvergence checks this on random histories: three writers and a
+// resharder through a fault proxy (throttles, 500s, resets before and
+// after a write applied), one writer's Table with a Grower. It replays
+// the stream under 2,000 random interleavings of its item keys, with
+// batches delivered twice. It fails with moves read as deletes, and with a
 // consumer that keeps no States.
 //
 // # Costs
