@@ -12,6 +12,7 @@ import (
 	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/backoff"
 	"github.com/dynashard/dynashard/internal/observe"
+	"github.com/dynashard/dynashard/internal/record"
 )
 
 // GrowOptions configures a [Grower]. The zero value of every field is its
@@ -270,9 +271,9 @@ func (t *Table[T]) report(ctx context.Context, base string, attempts, throttled 
 		return
 	}
 	n := t.l.N()
-	if v, ok := views.newest(databaseOf(ctx, t.c), t.l, base); ok {
-		n = v.writeN()
-		if v.pending { // a grow is under way: count, judge nothing
+	if v, ok := t.rec.Newest(record.Database(ctx, t.c), base); ok {
+		n = v.WriteN()
+		if v.Pending { // a grow is under way: count, judge nothing
 			g.mu.Lock()
 			g.stats.Attempts += attempts
 			g.stats.Throttled += throttled

@@ -1,9 +1,9 @@
 package shard
 
 import (
-	"strings"
-
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/record"
 )
 
 // IsRecord reports whether item is a base's layout record rather than
@@ -103,37 +103,4 @@ import (
 // move was planned from) only if dynashard:w is still what it read (or
 // still absent), so a write that left it unchanged could be undone by a
 // move.
-func IsRecord(item map[string]types.AttributeValue) bool {
-	key := false
-	for name, v := range item {
-		if strings.HasPrefix(name, "dynashard:") {
-			continue
-		}
-		switch {
-		case !key && isRecordPK(v):
-			key = true
-		case !isRecordSK(v):
-			return false
-		}
-	}
-	return key
-}
-
-// isRecordPK reports whether v is a record's partition-key value.
-func isRecordPK(v types.AttributeValue) bool {
-	s, ok := v.(*types.AttributeValueMemberS)
-	return ok && len(s.Value) > len(recordSuffix) && strings.HasSuffix(s.Value, recordSuffix)
-}
-
-// isRecordSK reports whether v is a record's sort-key value (recordKey).
-func isRecordSK(v types.AttributeValue) bool {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return v.Value == recordMarker
-	case *types.AttributeValueMemberB:
-		return string(v.Value) == recordMarker
-	case *types.AttributeValueMemberN:
-		return v.Value == "0"
-	}
-	return false
-}
+func IsRecord(item map[string]types.AttributeValue) bool { return record.Is(item) }

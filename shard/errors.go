@@ -28,10 +28,10 @@ var (
 	// ErrInvalidKey is matched by every *KeyError: a malformed physical key
 	// or base (empty base, missing or non-canonical suffix, invalid UTF-8,
 	// too long).
-	ErrInvalidKey = errs.New("shard: invalid key", errs.Invalid)
+	ErrInvalidKey = errs.InvalidKey
 	// ErrKeyTooLong is matched by a *KeyError for a key whose UTF-8 length,
 	// suffix included, exceeds MaxKeyBytes.
-	ErrKeyTooLong = errs.New("shard: key too long", errs.Invalid)
+	ErrKeyTooLong = errs.KeyTooLong
 	// ErrItemTooLarge is matched by an *ItemError for an item over
 	// DynamoDB's 400 KB (409,600-byte) limit, with the physical key in
 	// place.
@@ -50,7 +50,7 @@ var (
 	// keeps its own shard counts), or its key attributes are not the
 	// table's. It is not ErrInvalid: the input may be fine and the
 	// deployment wrong.
-	ErrLayoutMismatch = errs.New("shard: layout mismatch", nil)
+	ErrLayoutMismatch = errs.LayoutMismatch
 )
 
 // Errors of the layout record and of resharding.
@@ -64,7 +64,7 @@ var (
 	// fewer than two counts. The error names the attribute and quotes at
 	// most 64 bytes of a stored value. Nothing is read or written under
 	// such a record. It is not ErrInvalid: the caller's input may be fine.
-	ErrMalformedRecord = errs.New("shard: malformed layout record", nil)
+	ErrMalformedRecord = errs.MalformedRecord
 	// ErrNoTransactions is matched by the error of a write, Get or
 	// Rebalance that needs DynamoDB transactions (TransactWriteItems,
 	// TransactGetItems) on a server without them, such as dynalite: an

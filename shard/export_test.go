@@ -1,6 +1,10 @@
 package shard
 
-import "context"
+import (
+	"context"
+
+	"github.com/dynashard/dynashard/internal/record"
+)
 
 // The per-base operations on a Layout and any client, as shard's own tests
 // call them (the public home is Table: Reshard, Shards and Rebalance).
@@ -10,17 +14,19 @@ func (l Layout) Reshard(ctx context.Context, c reshardClient, base string, n int
 	return l.resize(ctx, c, base, n)
 }
 
-func (l Layout) Shards(ctx context.Context, c recordReader, base string) ([]int, error) {
-	return l.shardsOf(ctx, c, base)
+func (l Layout) Shards(ctx context.Context, c record.Reader, base string) ([]int, error) {
+	h, _, err := l.rec().Shards(ctx, c, base)
+	return h, err
 }
 
-func (l Layout) Verify(ctx context.Context, c recordReader, base string) error {
-	_, err := l.shardsOf(ctx, c, base)
+func (l Layout) Verify(ctx context.Context, c record.Reader, base string) error {
+	_, err := l.Shards(ctx, c, base)
 	return err
 }
 
-func (l Layout) Record(ctx context.Context, c recordClient, base string) error {
-	_, err := l.recorded(ctx, c, base, l.historyTTL())
+func (l Layout) Record(ctx context.Context, c record.Writer, base string) error {
+	d := l.rec()
+	_, err := d.Recorded(ctx, c, base, d.TTL)
 	return err
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/record"
 )
 
 // Layout describes one sharded table: where its items live and how their
@@ -74,18 +76,7 @@ const DefaultHistoryTTL = 10 * time.Second
 
 // MaxHistoryTTL bounds Layout.HistoryTTL, and the one a base's record
 // holds: a day. Every Reshard waits at least twice the HistoryTTL.
-const MaxHistoryTTL = 24 * time.Hour
-
-// historyTTL is HistoryTTL with its default applied; 0 means no caching.
-func (l Layout) historyTTL() time.Duration {
-	switch {
-	case l.HistoryTTL == 0:
-		return DefaultHistoryTTL
-	case l.HistoryTTL < 0:
-		return 0
-	}
-	return l.HistoryTTL
-}
+const MaxHistoryTTL = record.MaxHistoryTTL
 
 // Validate reports whether l can describe a table: names present and
 // distinct, a known sort-key type, a valid strategy and codec, and the

@@ -14,6 +14,7 @@ import (
 	"github.com/dynashard/dynashard/internal/batch"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/observe"
+	"github.com/dynashard/dynashard/internal/record"
 )
 
 // loadItem marshals item for Load, checked at every key its base's
@@ -67,7 +68,7 @@ type plainPut struct {
 	wr     types.WriteRequest // as the engine made it
 	put    map[string]types.AttributeValue
 	pk, id string
-	v      view
+	v      record.View
 }
 
 func (b loadClient[T]) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
@@ -116,7 +117,7 @@ func (s *loadSend[T]) settle(ctx context.Context, wrs []types.WriteRequest) ([]p
 
 // tx writes one item with a transaction (see Table.write) and records
 // its outcome. It returns an error only if the request must end.
-func (s *loadSend[T]) tx(ctx context.Context, wr types.WriteRequest, base, id string, v view, keys []string, put map[string]types.AttributeValue) error {
+func (s *loadSend[T]) tx(ctx context.Context, wr types.WriteRequest, base, id string, v record.View, keys []string, put map[string]types.AttributeValue) error {
 	s.txSent = true
 	var a attempts.Counter
 	_, err := s.b.t.write(ctx, v, base, id, keys, txOp{put: put}, nil, a.Option)
@@ -143,13 +144,13 @@ func (s *loadSend[T]) batch(ctx context.Context, in *dynamodb.BatchWriteItemInpu
 	for i, p := range plain {
 		items[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: p.put}}
 		origin[[2]string{p.pk, p.id}] = p.wr
-		if p.v.deadline(t.l).Before(dv.deadline(t.l)) {
+		if p.v.Deadline(t.rec.TTL).Before(dv.Deadline(t.rec.TTL)) {
 			dv = p.v
 		}
 	}
 	send := *in
 	send.RequestItems = map[string][]types.WriteRequest{t.l.Table: items}
-	fctx, cancel := context.WithDeadline(ctx, dv.deadline(t.l))
+	fctx, cancel := context.WithDeadline(ctx, dv.Deadline(t.rec.TTL))
 	var a attempts.Counter
 	res, err := observe.Do(fctx, t.c.BatchWriteItem, &send, append(optFns, a.Option)...)
 	cancel()
@@ -219,16 +220,16 @@ func wrsOf(plain []plainPut) []types.WriteRequest {
 
 // rekey returns the item of a Load write at the writers' key of a fresh
 // view of its base, and the keys that view gives it.
-func (t *Table[T]) rekey(ctx context.Context, wr types.WriteRequest) (map[string]types.AttributeValue, string, string, view, []string, error) {
+func (t *Table[T]) rekey(ctx context.Context, wr types.WriteRequest) (map[string]types.AttributeValue, string, string, record.View, []string, error) {
 	put := maps.Clone(wr.PutRequest.Item)
 	base, _, err := t.l.Codec.Parse(keyString(put[t.l.PartitionKey]))
 	if err != nil { // Load made the key: never
-		return nil, "", "", view{}, nil, err
+		return nil, "", "", record.View{}, nil, err
 	}
 	id := keyString(put[t.l.SortKey])
 	v, keys, err := t.writeTarget(ctx, base, id)
 	if err != nil {
-		return nil, "", "", view{}, nil, err
+		return nil, "", "", record.View{}, nil, err
 	}
 	put[t.l.PartitionKey] = &types.AttributeValueMemberS{Value: keys[0]}
 	return put, base, id, v, keys, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/dynashard/dynashard/internal/attempts"
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/observe"
+	"github.com/dynashard/dynashard/internal/record"
 )
 
 // Put writes item under the logical key base: the physical key comes from
@@ -47,7 +48,7 @@ func (t *Table[T]) Put(ctx context.Context, base string, item T, optFns ...func(
 	if err != nil {
 		return err
 	}
-	call.SetInts(observe.AttrHistory, v.shards)
+	call.SetInts(observe.AttrHistory, v.Shards)
 	av[t.l.PartitionKey] = &types.AttributeValueMemberS{Value: keys[0]}
 	if _, err := ddbsize.CheckItem(av); err != nil { // the suffix may be longer
 		return t.itemErr(base, id, err)
@@ -81,12 +82,12 @@ func (t *Table[T]) Get(ctx context.Context, base, id string, optFns ...func(*Opt
 	if err != nil {
 		return zero, err
 	}
-	call.SetInts(observe.AttrHistory, v.shards)
+	call.SetInts(observe.AttrHistory, v.Shards)
 	keys, err := t.writeKeys(v, base, id)
 	if err != nil {
 		return zero, err
 	}
-	fctx, cancel := context.WithDeadline(ctx, v.deadline(t.l))
+	fctx, cancel := context.WithDeadline(ctx, v.Deadline(t.rec.TTL))
 	defer cancel()
 	item, err := t.find(fctx, base, id, keys, o.ConsistentRead)
 	if err != nil {
@@ -158,7 +159,7 @@ func (t *Table[T]) Update(ctx context.Context, base, id string, update expressio
 	if err != nil {
 		return zero, err
 	}
-	call.SetInts(observe.AttrHistory, v.shards)
+	call.SetInts(observe.AttrHistory, v.Shards)
 	var after map[string]types.AttributeValue
 	op := txOp{update: e.Update(), cond: condition{e.Condition(), e.Names(), e.Values()}, once: o.ExactlyOnce}
 	if len(keys) > 1 { // the transaction also sets the item's token
@@ -221,7 +222,7 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 	if err != nil {
 		return err
 	}
-	call.SetInts(observe.AttrHistory, v.shards)
+	call.SetInts(observe.AttrHistory, v.Shards)
 	_, err = t.write(ctx, v, base, id, keys, txOp{delete: true, cond: c, once: o.ExactlyOnce}, func(ctx context.Context, opts []func(*dynamodb.Options)) error {
 		in := &dynamodb.DeleteItemInput{TableName: aws.String(t.l.Table), Key: t.keyAt(keys[0], id)}
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = c.expr, c.names, c.values
@@ -235,8 +236,8 @@ func (t *Table[T]) Delete(ctx context.Context, base, id string, optFns ...func(*
 // the only key the history gives id; otherwise as a transaction (txWrite).
 // Either way it must be done by v's deadline. It returns the key written.
 // optFns apply to every request it sends.
-func (t *Table[T]) write(ctx context.Context, v view, base, id string, keys []string, op txOp, plain func(context.Context, []func(*dynamodb.Options)) error, optFns ...func(*dynamodb.Options)) (string, error) {
-	fctx, cancel := context.WithDeadline(ctx, v.deadline(t.l))
+func (t *Table[T]) write(ctx context.Context, v record.View, base, id string, keys []string, op txOp, plain func(context.Context, []func(*dynamodb.Options)) error, optFns ...func(*dynamodb.Options)) (string, error) {
+	fctx, cancel := context.WithDeadline(ctx, v.Deadline(t.rec.TTL))
 	defer cancel()
 	var a attempts.Counter
 	optFns = append(slices.Clip(optFns), a.Option)
@@ -277,11 +278,11 @@ func opName(op txOp) string {
 // late marks an error of a request abandoned at v's deadline (while the
 // caller's ctx was still live) as ErrTooLate, naming the fence and the
 // setting that sets it.
-func (t *Table[T]) late(ctx context.Context, v view, err error) error {
+func (t *Table[T]) late(ctx context.Context, v record.View, err error) error {
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		fence := v.deadline(t.l).Sub(v.at)
+		fence := v.Deadline(t.rec.TTL).Sub(v.At)
 		return fmt.Errorf("%w of %v (table %s; HistoryTTL %v, the shorter of the Layout's and the base record's: raise the shorter one, the record's by a Reshard, to give requests longer): %w",
-			ErrTooLate, fence, t.l.Table, v.trust(t.l), err)
+			ErrTooLate, fence, t.l.Table, v.Trust(t.rec.TTL), err)
 	}
 	return err
 }
@@ -315,7 +316,7 @@ func (t *Table[T]) needTransactions(ctx context.Context, base string, o Options)
 	if !o.ExactlyOnce || t.txOK.Load() {
 		return nil
 	}
-	if err := t.l.probeTransactions(ctx, t.c, base, "ExactlyOnce write of"); err != nil {
+	if err := probeTransactions(ctx, t.c, t.rec, base, "ExactlyOnce write of"); err != nil {
 		return err
 	}
 	t.txOK.Store(true)

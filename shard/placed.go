@@ -11,6 +11,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/parentio"
+	"github.com/dynashard/dynashard/internal/record"
 	"github.com/dynashard/dynashard/internal/setclause"
 )
 
@@ -59,7 +60,7 @@ func (p placedItem[T]) GetItem(ctx context.Context, in *dynamodb.GetItemInput, _
 	if err != nil {
 		return nil, err
 	}
-	fctx, cancel := context.WithDeadline(ctx, v.deadline(p.t.l))
+	fctx, cancel := context.WithDeadline(ctx, v.Deadline(p.t.rec.TTL))
 	defer cancel()
 	item, err := p.t.find(fctx, p.base, p.id, keys, consistent)
 	if err != nil {
@@ -108,7 +109,7 @@ func (p placedItem[T]) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemIn
 	return &dynamodb.DeleteItemOutput{}, err
 }
 
-func (p placedItem[T]) view(ctx context.Context) (view, []string, error) {
+func (p placedItem[T]) view(ctx context.Context) (record.View, []string, error) {
 	return p.t.writeTarget(ctx, p.base, p.id)
 }
 

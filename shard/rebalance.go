@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/observe"
+	"github.com/dynashard/dynashard/internal/record"
 )
 
 // move moves item from physical key from to physical key to in one
@@ -27,8 +27,8 @@ import (
 // the single-copy invariant excludes but a table written by an earlier
 // version may hold, that copy is the one reads returned first, and from
 // is deleted, on the same conditions.
-func (l Layout) move(ctx context.Context, c rebalanceClient, base string, rev int, item map[string]types.AttributeValue, from, to string) (moveOutcome, error) {
-	check, err := l.recordCheck(base, rev)
+func (l Layout) move(ctx context.Context, c rebalanceClient, d record.Layout, base string, rev int, item map[string]types.AttributeValue, from, to string) (moveOutcome, error) {
+	check, err := d.RevisionCheck(base, rev)
 	if err != nil {
 		return raced, err
 	}
@@ -92,26 +92,6 @@ func (l Layout) transact(ctx context.Context, c rebalanceClient, from, to string
 
 func failed(r types.CancellationReason) bool {
 	return aws.ToString(r.Code) == "ConditionalCheckFailed"
-}
-
-// recordCheck is a transaction's check that base's record is still at
-// revision rev.
-func (l Layout) recordCheck(base string, rev int) (types.TransactWriteItem, error) {
-	key, err := l.recordKey(base)
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	check := &types.ConditionCheck{TableName: aws.String(l.Table), Key: key,
-		ConditionExpression:       aws.String("#r = :rev"),
-		ExpressionAttributeNames:  map[string]string{"#r": attrRev},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":rev": &types.AttributeValueMemberN{Value: strconv.Itoa(rev)}},
-	}
-	if rev == 0 { // a record written before revisions existed
-		check.ConditionExpression = aws.String("attribute_exists(#l) AND attribute_not_exists(#r)")
-		check.ExpressionAttributeNames = map[string]string{"#r": attrRev, "#l": attrLayout}
-		check.ExpressionAttributeValues = nil
-	}
-	return types.TransactWriteItem{ConditionCheck: check}, nil
 }
 
 // moveOutcome is what a move did.
@@ -180,16 +160,17 @@ func rebalance(ctx context.Context, c rebalanceClient, l Layout, base string, op
 	if err := l.checkRebalance(ctx, c); err != nil {
 		return RebalanceProgress{}, err
 	}
-	if _, err := l.recordKey(base); err != nil {
+	d := l.rec()
+	if _, err := d.Key(base); err != nil {
 		return RebalanceProgress{}, fmt.Errorf("%w: Rebalance: %w", ErrInvalid, err)
 	}
-	sw := sweeper{l: l, c: c, base: base, o: o}
+	sw := sweeper{l: l, d: d, c: c, base: base, o: o}
 	for range planAttempts {
 		done, err := sw.plan(ctx)
 		if err != nil || done {
 			return sw.p, err
 		}
-		if err := sleep(ctx, o.fence(l, sw.v)); err != nil {
+		if err := sleep(ctx, o.fence(d, sw.v)); err != nil {
 			return sw.p, err
 		}
 		again, err := sw.run(ctx)
@@ -208,21 +189,21 @@ const planAttempts = 4
 // plan reads the record and sets the sweep's target; done reports that
 // there is nothing to do.
 func (sw *sweeper) plan(ctx context.Context) (done bool, _ error) {
-	l, base := sw.l, sw.base
-	rec, ok, err := l.readRecord(ctx, sw.c, base)
+	l, d, base := sw.l, sw.d, sw.base
+	rec, ok, err := d.Read(ctx, sw.c, base)
 	if err != nil || !ok {
 		return true, err
 	}
-	v, err := l.accept(databaseOf(ctx, sw.c), base, rec)
+	v, err := d.Accept(record.Database(ctx, sw.c), base, rec)
 	if err != nil {
 		return true, err
 	}
-	h := rec.shards
+	h := rec.Shards
 	switch {
 	case len(h) == 1:
 		sw.p.Suffix, sw.p.Suffixes = h[0], h[0]
 		return true, nil
-	case rec.pending:
+	case rec.Pending:
 		return true, fmt.Errorf("%w: shard: Rebalance base %q: count %d is pending in history %v; finish it first (Reshard to %[3]d)", ErrConflict, clip(base), h[len(h)-1], h)
 	}
 	sw.v, sw.newest = v, h[len(h)-1]
@@ -246,12 +227,12 @@ func (sw *sweeper) run(ctx context.Context) (again bool, _ error) {
 			sw.o.OnProgress(sw.p)
 		}
 	}
-	err := sw.l.retire(ctx, sw.c, sw.base, sw.v)
+	err := retire(ctx, sw.c, sw.d, sw.base, sw.v)
 	if isCondFailed(err) {
 		return true, nil
 	}
 	if err == nil {
-		sw.p.Retired = sw.v.shards
+		sw.p.Retired = sw.v.Shards
 	}
 	return false, err
 }
@@ -266,11 +247,11 @@ func ignoreStale(err error) error {
 	return err
 }
 
-func (o RebalanceOptions) fence(l Layout, v view) time.Duration {
+func (o RebalanceOptions) fence(d record.Layout, v record.View) time.Duration {
 	if o.Wait != 0 {
 		return max(o.Wait, 0)
 	}
-	return v.waitFor(l)
+	return v.WaitFor(d.TTL)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -310,12 +291,12 @@ func (l Layout) checkRebalance(ctx context.Context, c rebalanceClient) error {
 
 // retire replaces the history of v with its newest count, on the
 // condition that the record is still at v's revision.
-func (l Layout) retire(ctx context.Context, c reshardClient, base string, v view) error {
+func retire(ctx context.Context, c reshardClient, d record.Layout, base string, v record.View) error {
 	next := v
-	next.shards, next.pending = []int{v.shards[len(v.shards)-1]}, false
-	err := l.setHistory(ctx, c, base, v.rev, next)
+	next.Shards, next.Pending = []int{v.Shards[len(v.Shards)-1]}, false
+	err := d.SetHistory(ctx, c, base, v.Rev, next)
 	if err == nil {
-		views.forget(databaseOf(ctx, c), l, base)
+		d.Forget(record.Database(ctx, c), base)
 	}
 	return err
 }
@@ -323,9 +304,10 @@ func (l Layout) retire(ctx context.Context, c reshardClient, base string, v view
 // sweeper moves the misplaced items of one base.
 type sweeper struct {
 	l      Layout
+	d      record.Layout // l's description
 	c      rebalanceClient
 	base   string
-	v      view // the record the sweep was planned from
+	v      record.View // the record the sweep was planned from
 	newest int
 	s      Strategy // at newest
 	o      RebalanceOptions
@@ -366,7 +348,7 @@ func (sw *sweeper) pass(ctx context.Context, suffix int) (again bool, _ error) {
 			if !ok {
 				continue
 			}
-			did, err := l.move(ctx, sw.c, sw.base, sw.v.rev, item, from, l.Codec.Key(sw.base, to))
+			did, err := l.move(ctx, sw.c, sw.d, sw.base, sw.v.Rev, item, from, l.Codec.Key(sw.base, to))
 			if err != nil {
 				return false, err
 			}

@@ -5,20 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/observe"
+	"github.com/dynashard/dynashard/internal/record"
 )
 
 // reshardClient is what Reshard needs of a client.
 type reshardClient interface {
-	recordClient
+	record.Writer
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	TransactGetItems(ctx context.Context, in *dynamodb.TransactGetItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 }
@@ -43,7 +42,7 @@ func (s codePointStrategy) WithN(n int) Strategy { return codePointStrategy(n) }
 // MaxHistory bounds a base's shard-count history: every count in it may
 // cost a Get one more request, so a longer one should be rebalanced
 // ([Table.Rebalance]) first.
-const MaxHistory = 8
+const MaxHistory = record.MaxHistory
 
 // withN returns s with shard count n.
 func withN(s Strategy, n int) (Strategy, error) {
@@ -70,25 +69,26 @@ func span(h []int) int { return slices.Max(h) }
 // count after all: another process announced a count meanwhile.
 func (l Layout) resize(ctx context.Context, c reshardClient, base string, n int) ([]int, error) {
 	v, err := l.reshard(ctx, c, base, n)
-	if err == nil && v.pending {
-		if err := sleep(ctx, v.waitFor(l)); err != nil {
+	if err == nil && v.Pending {
+		d := l.rec() // l is valid: reshard checked it
+		if err := sleep(ctx, v.WaitFor(d.TTL)); err != nil {
 			return nil, err
 		}
-		v, err = l.activate(ctx, c, base, v)
+		v, err = activate(ctx, c, d, base, v)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if v.pending || v.writeN() != n {
-		return v.shards, fmt.Errorf("%w: shard: Reshard base %q to %d: another process changed the history meanwhile: %v%s", ErrConflict, clip(base), n, v.shards, pendingNote(v))
+	if v.Pending || v.WriteN() != n {
+		return v.Shards, fmt.Errorf("%w: shard: Reshard base %q to %d: another process changed the history meanwhile: %v%s", ErrConflict, clip(base), n, v.Shards, pendingNote(v))
 	}
-	return v.shards, nil
+	return v.Shards, nil
 }
 
 // pendingNote says that v's last count is pending, for messages.
-func pendingNote(v view) string {
-	if v.pending {
-		return fmt.Sprintf(", %d pending", v.shards[len(v.shards)-1])
+func pendingNote(v record.View) string {
+	if v.Pending {
+		return fmt.Sprintf(", %d pending", v.Shards[len(v.Shards)-1])
 	}
 	return ""
 }
@@ -98,111 +98,109 @@ func pendingNote(v view) string {
 // the record's HistoryTTL to l's, and its fence to the longer of the old
 // and new HistoryTTL's fences: a process that read the record before
 // the change trusts it for the old HistoryTTL.
-func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int) (view, error) {
+func (l Layout) reshard(ctx context.Context, c reshardClient, base string, n int) (record.View, error) {
 	if err := l.checkReshard(ctx, c, n); err != nil {
-		return view{}, err
+		return record.View{}, err
 	}
-	if _, err := l.recordKey(base); err != nil {
-		return view{}, fmt.Errorf("%w: Reshard: %w", ErrInvalid, err)
+	d := l.rec() // after the check: a typed-nil Strategy's N would panic
+	if _, err := d.Key(base); err != nil {
+		return record.View{}, fmt.Errorf("%w: Reshard: %w", ErrInvalid, err)
 	}
-	if err := l.probeTransactions(ctx, c, base, "Reshard"); err != nil {
-		return view{}, err
+	if err := probeTransactions(ctx, c, d, base, "Reshard"); err != nil {
+		return record.View{}, err
 	}
-	db := databaseOf(ctx, c)
+	db := record.Database(ctx, c)
 	for range 4 {
 		at := time.Now()
-		rec, ok, err := l.readRecord(ctx, c, base)
+		rec, ok, err := d.Read(ctx, c, base)
 		if err != nil {
-			return view{}, err
+			return record.View{}, err
 		}
 		if !ok {
-			if err = l.writeRecordN(ctx, c, base, n); err == nil {
-				v := l.created(n, at)
-				views.add(db, l, base, v)
+			if err = d.Write(ctx, c, base, n); err == nil {
+				v := d.Created(n, at)
+				d.Add(db, base, v)
 				return v, nil
 			}
 			if isCondFailed(err) {
 				continue
 			}
-			return view{}, err
+			return record.View{}, err
 		}
-		cur, err := l.accept(db, base, rec)
+		cur, err := d.Accept(db, base, rec)
 		if err != nil {
-			return view{}, err
+			return record.View{}, err
 		}
-		h := rec.shards
+		h := rec.Shards
 		switch {
 		case h[len(h)-1] == n:
 			return cur, nil
-		case rec.pending: // another Reshard's count first
-			if err := sleep(ctx, cur.waitFor(l)-time.Since(views.seen(db, l, base, cur))); err != nil {
-				return view{}, err
+		case rec.Pending: // another Reshard's count first
+			if err := sleep(ctx, cur.WaitFor(d.TTL)-time.Since(d.Seen(db, base, cur))); err != nil {
+				return record.View{}, err
 			}
-			if _, err := l.activate(ctx, c, base, cur); err != nil {
-				return view{}, err
+			if _, err := activate(ctx, c, d, base, cur); err != nil {
+				return record.View{}, err
 			}
 			continue
 		case slices.Contains(h, n):
-			return view{}, fmt.Errorf("%w: shard: Reshard base %q to %d: history %v already holds it; Rebalance first", ErrConflict, clip(base), n, h)
+			return record.View{}, fmt.Errorf("%w: shard: Reshard base %q to %d: history %v already holds it; Rebalance first", ErrConflict, clip(base), n, h)
 		case len(h) >= MaxHistory:
-			return view{}, fmt.Errorf("%w: shard: Reshard base %q: history %v is full (%d counts); Rebalance first", ErrConflict, clip(base), h, MaxHistory)
+			return record.View{}, fmt.Errorf("%w: shard: Reshard base %q: history %v is full (%d counts); Rebalance first", ErrConflict, clip(base), h, MaxHistory)
 		}
-		ttl, old := l.historyTTL(), l.historyTTL()
-		if rec.recorded {
-			old = rec.ttl
+		ttl, old := d.TTL, d.TTL
+		if rec.Recorded {
+			old = rec.TTL
 		}
-		next := view{shards: append(slices.Clone(h), n), pending: true, rev: rec.rev + 1, at: time.Now(),
-			ttl: ttl, wait: max(fenceOf(ttl), fenceOf(old)), recorded: true}
-		err = l.setHistory(ctx, c, base, rec.rev, next)
+		next := record.View{Shards: append(slices.Clone(h), n), Pending: true, Rev: rec.Rev + 1, At: time.Now(),
+			TTL: ttl, Wait: max(record.Fence(ttl), record.Fence(old)), Recorded: true}
+		err = d.SetHistory(ctx, c, base, rec.Rev, next)
 		if err == nil {
-			next.got = time.Now() // the count was announced by now
-			views.add(db, l, base, next)
+			next.Got = time.Now() // the count was announced by now
+			d.Add(db, base, next)
 			return next, nil
 		}
 		if !isCondFailed(err) {
-			return view{}, err
+			return record.View{}, err
 		}
 	}
-	return view{}, fmt.Errorf("%w: shard: Reshard base %q: the record kept changing", ErrConflict, clip(base))
+	return record.View{}, fmt.Errorf("%w: shard: Reshard base %q: the record kept changing", ErrConflict, clip(base))
 }
 
 // activate makes v's pending count the writers' (if the record is still
 // at v's revision) and returns the record's view after.
-func (l Layout) activate(ctx context.Context, c reshardClient, base string, v view) (view, error) {
+func activate(ctx context.Context, c reshardClient, d record.Layout, base string, v record.View) (record.View, error) {
 	next := v
-	next.pending = false
-	err := l.setHistory(ctx, c, base, v.rev, next)
+	next.Pending = false
+	err := d.SetHistory(ctx, c, base, v.Rev, next)
 	if err != nil && !isCondFailed(err) {
-		return view{}, err
+		return record.View{}, err
 	}
-	views.forget(databaseOf(ctx, c), l, base)
-	return l.history(ctx, c, base, 0)
+	d.Forget(record.Database(ctx, c), base)
+	return d.History(ctx, c, base, 0)
 }
 
 // activateDue activates v's pending count if this process saw it pending
 // at least the fence ago (the longer of its own and the record's): every
 // process that could act on the history before it is done by then.
-func (l Layout) activateDue(ctx context.Context, c reshardClient, base string, v view) (view, error) {
-	if !v.pending || time.Since(views.seen(databaseOf(ctx, c), l, base, v)) < v.waitFor(l) {
+func activateDue(ctx context.Context, c reshardClient, d record.Layout, base string, v record.View) (record.View, error) {
+	if !v.Pending || time.Since(d.Seen(record.Database(ctx, c), base, v)) < v.WaitFor(d.TTL) {
 		return v, nil
 	}
-	return l.activate(ctx, c, base, v)
+	return activate(ctx, c, d, base, v)
 }
 
 // probeTransactions fails with ErrNoTransactions if the server answers a
 // TransactGetItems of base's record with an unknown operation; what
 // names the call that needs them.
-func (l Layout) probeTransactions(ctx context.Context, c reshardClient, base, what string) error {
-	key, err := l.recordKey(base)
+func probeTransactions(ctx context.Context, c reshardClient, d record.Layout, base, what string) error {
+	get, err := d.RevisionGet(base)
 	if err != nil {
 		return err
 	}
-	_, err = observe.Do(ctx, c.TransactGetItems, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
-		{Get: &types.Get{TableName: aws.String(l.Table), Key: key, ProjectionExpression: aws.String("#r"),
-			ExpressionAttributeNames: map[string]string{"#r": attrRev}}},
-	}})
+	_, err = observe.Do(ctx, c.TransactGetItems, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{get}})
 	if isUnknownOperation(err) {
-		return fmt.Errorf("shard: %s table %s base %q: %w: %w", what, l.Table, clip(base), ErrNoTransactions, err)
+		return fmt.Errorf("shard: %s table %s base %q: %w: %w", what, d.Table, clip(base), ErrNoTransactions, err)
 	}
 	return nil // any other error shows up in the record read that follows
 }
@@ -227,65 +225,6 @@ func (l Layout) checkReshard(ctx context.Context, c reshardClient, n int) error 
 func isCondFailed(err error) bool {
 	var ccf *types.ConditionalCheckFailedException
 	return errors.As(err, &ccf)
-}
-
-// setHistory replaces the record's history with next's if its revision
-// is still rev, and its HistoryTTL and fence with next's if next has
-// them. It refuses, before any request, a revision at its bound.
-func (l Layout) setHistory(ctx context.Context, c reshardClient, base string, rev int, next view) error {
-	key, err := l.recordKey(base)
-	if err != nil {
-		return err
-	}
-	if rev+1 >= maxRev {
-		return fmt.Errorf("%w: table %s base %q: revision %d cannot grow past %d", ErrMalformedRecord, l.Table, clip(base), rev, maxRev-1)
-	}
-	cond := "attribute_exists(#l) AND #r = :rev"
-	if rev == 0 { // a record written before revisions existed
-		cond = "attribute_exists(#l) AND attribute_not_exists(#r)"
-	}
-	update := "SET #s = :h, #r = :next, #c = :now, #p = :p"
-	names := map[string]string{"#s": attrShards, "#r": attrRev, "#c": attrChanged, "#l": attrLayout, "#p": attrPending}
-	values := map[string]types.AttributeValue{
-		":h":    shardList(next.shards),
-		":next": &types.AttributeValueMemberN{Value: strconv.Itoa(rev + 1)},
-		":now":  &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339)},
-		":p":    &types.AttributeValueMemberBOOL{Value: next.pending},
-	}
-	if rev != 0 {
-		values[":rev"] = &types.AttributeValueMemberN{Value: strconv.Itoa(rev)}
-	}
-	if next.recorded {
-		update += ", #t = :t, #f = :f"
-		names["#t"], names["#f"] = attrTTL, attrWait
-		values[":t"], values[":f"] = millis(next.ttl), millis(next.wait)
-	}
-	in := &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(l.Table),
-		Key:                       key,
-		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	}
-	// A Rebalance's move checks the record in a transaction, and DynamoDB
-	// refuses a write of an item a transaction holds with a
-	// TransactionConflictException, which the SDK does not retry: the
-	// move is short, so try again a few times.
-	for wait := 10 * time.Millisecond; ; wait *= 2 {
-		_, err = observe.Do(ctx, c.UpdateItem, in)
-		var tce *types.TransactionConflictException
-		if !errors.As(err, &tce) || wait > 640*time.Millisecond {
-			break
-		}
-		if err := sleep(ctx, wait); err != nil {
-			return err
-		}
-	}
-	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("shard: update layout record of table %s base %q: %w", l.Table, clip(base), err)
-	}
-	return err
 }
 
 // Reshard makes n the shard count that writers of base use, and returns
@@ -362,7 +301,7 @@ func (t *Table[T]) Shards(ctx context.Context, base string) (h []int, err error)
 	if err := t.made(); err != nil {
 		return nil, err
 	}
-	h, err = t.l.shardsOf(ctx, t.c, base)
+	h, _, err = t.rec.Shards(ctx, t.c, base)
 	call.SetInts(observe.AttrHistory, h)
 	return h, err
 }
@@ -370,20 +309,20 @@ func (t *Table[T]) Shards(ctx context.Context, base string) (h []int, err error)
 // writeView returns the view a write of base acts under: the base's
 // record is written if it has none, and a pending count whose fence has
 // passed becomes the writers'.
-func (t *Table[T]) writeView(ctx context.Context, base string) (view, error) {
-	v, err := t.l.recorded(ctx, t.c, base, t.l.historyTTL())
-	if err != nil || !v.pending {
+func (t *Table[T]) writeView(ctx context.Context, base string) (record.View, error) {
+	v, err := t.rec.Recorded(ctx, t.c, base, t.rec.TTL)
+	if err != nil || !v.Pending {
 		return v, err
 	}
-	return t.l.activateDue(ctx, t.c, base, v)
+	return activateDue(ctx, t.c, t.rec, base, v)
 }
 
 // writeTarget is writeView and the distinct physical keys it gives (base,
 // id), the writers' first.
-func (t *Table[T]) writeTarget(ctx context.Context, base, id string) (view, []string, error) {
+func (t *Table[T]) writeTarget(ctx context.Context, base, id string) (record.View, []string, error) {
 	v, err := t.writeView(ctx, base)
 	if err != nil {
-		return view{}, nil, err
+		return record.View{}, nil, err
 	}
 	keys, err := t.writeKeys(v, base, id)
 	return v, keys, err
@@ -391,24 +330,50 @@ func (t *Table[T]) writeTarget(ctx context.Context, base, id string) (view, []st
 
 // readView returns the view a read of base acts under; consistent reads
 // the record instead of a cached view.
-func (t *Table[T]) readView(ctx context.Context, base string, consistent bool) (view, error) {
-	ttl := t.l.historyTTL()
+func (t *Table[T]) readView(ctx context.Context, base string, consistent bool) (record.View, error) {
+	ttl := t.rec.TTL
 	if consistent {
 		ttl = 0
 	}
-	return t.l.history(ctx, t.c, base, ttl)
+	return t.rec.History(ctx, t.c, base, ttl)
 }
 
 // writeKeys returns the distinct physical keys v gives (base, id), the
 // writers' first.
-func (t *Table[T]) writeKeys(v view, base, id string) ([]string, error) {
+func (t *Table[T]) writeKeys(v record.View, base, id string) ([]string, error) {
 	if !calculated(t.l.Strategy) { // an item is wherever its Put lands
-		s, err := withN(t.l.Strategy, v.writeN())
+		s, err := withN(t.l.Strategy, v.WriteN())
 		if err != nil {
 			return nil, err
 		}
 		pk, err := t.physical(base, id, s)
 		return []string{pk}, err
 	}
-	return v.keysOf(t.l, base, id, func(s Strategy) (string, error) { return t.physical(base, id, s) })
+	return keysOf(v, t.l, func(s Strategy) (string, error) { return t.physical(base, id, s) })
+}
+
+// keysOf returns the distinct physical keys that may hold an item under
+// v, as physical makes them at each count: the writers' key first, then
+// the others newest count first.
+func keysOf(v record.View, l Layout, physical func(Strategy) (string, error)) ([]string, error) {
+	order := make([]int, 0, len(v.Shards))
+	order = append(order, v.WriteN())
+	for i := len(v.Shards) - 1; i >= 0; i-- {
+		order = append(order, v.Shards[i])
+	}
+	keys := make([]string, 0, len(order))
+	for _, n := range order {
+		s, err := withN(l.Strategy, n)
+		if err != nil {
+			return nil, err
+		}
+		pk, err := physical(s)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(keys, pk) {
+			keys = append(keys, pk)
+		}
+	}
+	return keys, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/dynashard/dynashard/internal/ddbsize"
 	"github.com/dynashard/dynashard/internal/errs"
 	"github.com/dynashard/dynashard/internal/observe"
+	"github.com/dynashard/dynashard/internal/record"
 )
 
 // Client is the part of *dynamodb.Client a [Table] uses, Reshard and
@@ -130,6 +131,7 @@ type Options struct {
 type Table[T any] struct {
 	c    Client
 	l    Layout
+	rec  record.Layout // l described for its record (see Layout.rec)
 	opts Options
 	obs  *observe.Scope // the client's TracerProvider and MeterProvider; nil: none
 	// txOK is set once the server answered a transaction probe, so that
@@ -160,7 +162,7 @@ func NewTable[T any](c Client, l Layout, optFns ...func(*Options)) (*Table[T], e
 			f(&o)
 		}
 	}
-	return &Table[T]{c: c, l: l, opts: o, obs: observe.For(c)}, nil
+	return &Table[T]{c: c, l: l, rec: l.rec(), opts: o, obs: observe.For(c)}, nil
 }
 
 // Layout returns the table's layout: the zero Layout for a zero or nil
@@ -245,7 +247,7 @@ func (t *Table[T]) Key(base, id string) (string, error) {
 	}
 	s := t.l.Strategy
 	if v, ok := t.newest(base); ok && !t.l.Unchecked {
-		ns, err := withN(s, v.writeN())
+		ns, err := withN(s, v.WriteN())
 		if err != nil {
 			return "", t.itemErr(base, id, err)
 		}
@@ -359,10 +361,10 @@ func (t *Table[T]) requestErr(op, pk, id string, err error) error {
 
 // newest is the cached view of base whatever its age, if this process
 // has one for the database t's client reaches (known without a request).
-func (t *Table[T]) newest(base string) (view, bool) {
-	db, ok := knownDatabase(t.c)
+func (t *Table[T]) newest(base string) (record.View, bool) {
+	db, ok := record.KnownDatabase(t.c)
 	if !ok {
-		return view{}, false
+		return record.View{}, false
 	}
-	return views.newest(db, t.l, base)
+	return t.rec.Newest(db, base)
 }

@@ -26,6 +26,15 @@ var (
 	// analysis (internal/skew) reports the same error without importing
 	// shard.
 	InvalidStrategy = New("shard: invalid strategy", Invalid)
+
+	// InvalidKey, KeyTooLong, LayoutMismatch and MalformedRecord are
+	// shard's sentinels of the same names, here so that a base's layout
+	// record (internal/record), read by scatter as by shard, fails with
+	// them without importing shard.
+	InvalidKey      = New("shard: invalid key", Invalid)
+	KeyTooLong      = New("shard: key too long", Invalid)
+	LayoutMismatch  = New("shard: layout mismatch", nil)
+	MalformedRecord = New("shard: malformed layout record", nil)
 )
 
 // Kind is a package's own sentinel that also matches a family root, so

@@ -1,4 +1,4 @@
-package shard
+package record
 
 import (
 	"errors"
@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynashard/dynashard/internal/errs"
+	"github.com/dynashard/dynashard/internal/skew"
 )
 
 // TestParseRecordMalformed: every way a record can break its format is an
@@ -26,13 +29,13 @@ func TestParseRecordMalformed(t *testing.T) {
 		attrTTL:    N("10000"),
 		attrWait:   N("20000"),
 	}
-	if rec, err := parseRecord(good); err != nil || !rec.recorded || rec.ttl != 10*time.Second || rec.wait != 20*time.Second {
+	if rec, err := parseRecord(good); err != nil || !rec.Recorded || rec.TTL != 10*time.Second || rec.Wait != 20*time.Second {
 		t.Fatalf("a well-formed record: %+v, %v", rec, err)
 	}
 	legacy := maps.Clone(good)
 	delete(legacy, attrTTL)
 	delete(legacy, attrWait)
-	if rec, err := parseRecord(legacy); err != nil || rec.recorded {
+	if rec, err := parseRecord(legacy); err != nil || rec.Recorded {
 		t.Fatalf("a record without HistoryTTL: %+v, %v, want it read as not recorded", rec, err)
 	}
 	counts := func(n int) types.AttributeValue {
@@ -53,7 +56,7 @@ func TestParseRecordMalformed(t *testing.T) {
 		"history too long":       {attrShards: counts(MaxHistory + 1)},
 		"count not a number":     {attrShards: L(S(huge))},
 		"count zero":             {attrShards: L(N("0"))},
-		"count above MaxN":       {attrShards: L(N(strconv.Itoa(MaxN + 1)))},
+		"count above MaxN":       {attrShards: L(N(strconv.Itoa(skew.MaxN + 1)))},
 		"count of 38 digits":     {attrShards: L(N(strings.Repeat("9", 38)))},
 		"count twice":            {attrShards: L(N("4"), N("4"))},
 		"revision not a number":  {attrRev: S(huge)},
@@ -80,9 +83,9 @@ func TestParseRecordMalformed(t *testing.T) {
 		}
 		_, err := parseRecord(item)
 		switch {
-		case !errors.Is(err, ErrMalformedRecord):
+		case !errors.Is(err, errs.MalformedRecord):
 			t.Errorf("%s: %v, want ErrMalformedRecord", name, err)
-		case errors.Is(err, ErrInvalid) || errors.Is(err, ErrLayoutMismatch):
+		case errors.Is(err, errs.Invalid) || errors.Is(err, errs.LayoutMismatch):
 			t.Errorf("%s: %v matches ErrInvalid or ErrLayoutMismatch", name, err)
 		case len(err.Error()) > 200:
 			t.Errorf("%s: a message of %d bytes, want at most 200", name, len(err.Error()))

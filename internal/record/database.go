@@ -1,4 +1,4 @@
-package shard
+package record
 
 import (
 	"context"
@@ -34,10 +34,10 @@ type optionsClient interface {
 // (a pointer); credentials are asked for once per client.
 var databases sync.Map
 
-// databaseOf names the database that c reaches. ctx bounds a first
-// retrieval of c's credentials (the SDK caches them).
-func databaseOf(ctx context.Context, c any) string {
-	if id, ok := knownDatabase(c); ok {
+// Database names the database that c reaches, which keys the cache.
+// ctx bounds a first retrieval of c's credentials (the SDK caches them).
+func Database(ctx context.Context, c Reader) string {
+	if id, ok := KnownDatabase(c); ok {
 		return id
 	}
 	oc, ok := c.(optionsClient)
@@ -60,8 +60,8 @@ func databaseOf(ctx context.Context, c any) string {
 	return storeDatabase(c, id+" account="+account)
 }
 
-// knownDatabase is c's database name if it is known without a request.
-func knownDatabase(c any) (string, bool) {
+// KnownDatabase is c's database name if it is known without a request.
+func KnownDatabase(c Reader) (string, bool) {
 	if _, ok := c.(optionsClient); !ok {
 		return clientIdentity(c), true
 	}
@@ -75,7 +75,7 @@ func knownDatabase(c any) (string, bool) {
 	return id.(string), true
 }
 
-func storeDatabase(c any, id string) string {
+func storeDatabase(c Reader, id string) string {
 	if memoizable(c) {
 		databases.Store(c, id)
 	}
@@ -84,13 +84,13 @@ func storeDatabase(c any, id string) string {
 
 // memoizable reports whether c can key the memo: a pointer, compared by
 // address.
-func memoizable(c any) bool {
+func memoizable(c Reader) bool {
 	return c != nil && reflect.TypeOf(c).Kind() == reflect.Pointer
 }
 
 // clientIdentity names a client that does not tell its configuration: by
 // its address if it is a pointer, by its type otherwise.
-func clientIdentity(c any) string {
+func clientIdentity(c Reader) string {
 	if memoizable(c) {
 		return "client=" + reflect.TypeOf(c).String() + "@" + strconv.FormatUint(uint64(reflect.ValueOf(c).Pointer()), 16)
 	}
