@@ -176,7 +176,7 @@ func (r *Repo[T]) Get(ctx context.Context, base, id string, optFns ...func(*Opti
 // it (a snapshot of every such key with consistent, while there are
 // several).
 func (r *Repo[T]) read(ctx context.Context, base, pk, id string, consistent bool) (map[string]types.AttributeValue, error) {
-	pc, err := parentio.ForItem(r.table, base, id)
+	pc, err := parentio.ForItem(ctx, r.table, base, id, false)
 	if err != nil {
 		return nil, err
 	}

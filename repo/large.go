@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynashard/dynashard/chunk"
-	"github.com/dynashard/dynashard/internal/history"
 	"github.com/dynashard/dynashard/internal/parentio"
 	"github.com/dynashard/dynashard/shard"
 )
@@ -102,8 +101,10 @@ func (r *Repo[T]) keyOf(base, pk, id string) chunk.Key {
 // placement (internal/parentio): the chunk store reads, switches and
 // deletes the parent where the base's history puts the item, in one
 // transaction with checks on its other keys while there are several.
-func (r *Repo[T]) placed(ctx context.Context, base, id string) (context.Context, error) {
-	pc, err := parentio.ForItem(r.table, base, id)
+// write first records the base, or checks its record (see
+// parentio.ForItem).
+func (r *Repo[T]) placed(ctx context.Context, base, id string, write bool) (context.Context, error) {
+	pc, err := parentio.ForItem(ctx, r.table, base, id, write)
 	if err != nil {
 		return nil, err
 	}
@@ -134,15 +135,13 @@ func (r *Repo[T]) putLarge(ctx context.Context, base, id string, av map[string]t
 		av[largeIsString] = &types.AttributeValueMemberNULL{Value: true}
 	}
 	// The store writes the parent itself, past shard.Table's check, at
-	// the base's newest shard count, which the record tells.
-	if err := history.Record(ctx, r.c, r.layout, base); err != nil {
-		return err
-	}
-	key, err := r.chunkKey(base, id)
+	// the base's newest shard count, which the record tells: placed
+	// records the base before the store writes any chunk.
+	pctx, err := r.placed(ctx, base, id, true)
 	if err != nil {
 		return err
 	}
-	pctx, err := r.placed(ctx, base, id)
+	key, err := r.chunkKey(base, id)
 	if err != nil {
 		return err
 	}
@@ -223,7 +222,7 @@ func (r *Repo[T]) deleteLarge(ctx context.Context, base, id string) error {
 	if err != nil {
 		return err
 	}
-	pctx, err := r.placed(ctx, base, id)
+	pctx, err := r.placed(ctx, base, id, false)
 	if err != nil {
 		return err
 	}

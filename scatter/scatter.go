@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -15,9 +17,9 @@ import (
 	"github.com/dynashard/dynashard/internal/adapt"
 	"github.com/dynashard/dynashard/internal/avmap"
 	"github.com/dynashard/dynashard/internal/errs"
-	"github.com/dynashard/dynashard/internal/history"
 	"github.com/dynashard/dynashard/internal/observe"
 	"github.com/dynashard/dynashard/internal/panics"
+	"github.com/dynashard/dynashard/internal/record"
 	"github.com/dynashard/dynashard/shard"
 )
 
@@ -178,6 +180,7 @@ func deref(s *string) string {
 type Scatter struct {
 	c      Client
 	layout shard.Layout
+	rec    record.Layout // layout described for its record (see describe)
 	opts   Options
 	obs    *observe.Scope
 
@@ -203,7 +206,7 @@ func New(c Client, l shard.Layout, optFns ...func(*Options)) (*Scatter, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
 	}
-	s := &Scatter{c: c, layout: l, opts: Options{}.apply(optFns), obs: observe.For(c)}
+	s := &Scatter{c: c, layout: l, rec: describe(l), opts: Options{}.apply(optFns), obs: observe.For(c)}
 	if _, err := newShape(l, s.opts); err != nil {
 		return nil, err
 	}
@@ -212,6 +215,27 @@ func New(c Client, l shard.Layout, optFns ...func(*Options)) (*Scatter, error) {
 
 // Layout returns the layout the Scatter reads.
 func (s *Scatter) Layout() shard.Layout { return s.layout }
+
+// describe is l as package record takes it, from l's public values, the
+// way package shard describes a Table's Layout (shard's
+// TestRecordDescription compares the two): a Scatter and a Table of one
+// layout check, and cache, each base's record alike. A base too long
+// for its record is an error matching shard.ErrKeyTooLong here, where
+// shard makes a *shard.KeyError.
+func describe(l shard.Layout) record.Layout {
+	return record.Describe(record.Public{
+		Table: l.Table, PartitionKey: l.PartitionKey, SortKey: l.SortKey, SortKeyType: l.SortKeyType, Index: l.Index,
+		N: l.N(), String: l.String(), HistoryTTL: l.HistoryTTL, DefaultHistoryTTL: shard.DefaultHistoryTTL,
+		Unchecked: l.Unchecked, Strategy: reflect.TypeOf(l.Strategy), CheckBase: l.Codec.Check,
+		Mismatch: func(base, want, stored string, keys []string) error {
+			return &shard.LayoutError{Base: base, Want: want, Stored: stored, Keys: keys}
+		},
+	})
+}
+
+// recordAlwaysDue, set only by the package's tests (RecordAlwaysDue),
+// makes checkLayout read every cached record again beside its call.
+var recordAlwaysDue atomic.Bool
 
 // minCursorKey is the shortest Options.CursorKey accepted.
 const minCursorKey = 16
@@ -243,11 +267,14 @@ func (s *Scatter) plan(ctx context.Context, base string, optFns []func(*Options)
 // client's there.
 func (s *Scatter) checkLayout(ctx context.Context, p *plan) (done func(abandon bool), err error) {
 	none := func(bool) {}
-	l := s.layout
+	d := s.rec
 	if p.o.ConsistentRead {
-		l.HistoryTTL = -1
+		d.TTL = 0 // a HistoryTTL < 0: no cached history
 	}
-	h, due, err := history.Shards(ctx, s.c, l, p.base)
+	h, due, err := d.Shards(ctx, s.c, p.base)
+	if recordAlwaysDue.Load() {
+		due = err == nil
+	}
 	if err != nil {
 		return none, err
 	}
@@ -262,7 +289,7 @@ func (s *Scatter) checkLayout(ctx context.Context, p *plan) (done func(abandon b
 	var panicked error
 	refreshed.Go(func() {
 		defer panics.Recover(&panicked)
-		_ = history.Refresh(rctx, s.c, l, p.base) // on failure the next call reads it
+		_, _ = d.History(rctx, s.c, p.base, 0) // on failure the next call reads it
 	})
 	return func(abandon bool) {
 		if abandon {

@@ -22,20 +22,30 @@ import (
 // or a write from a stale view can then never separate the parent from
 // its value or leave two copies of it.
 func init() {
-	parentio.ForItem = func(table any, base, id string) (parentio.Client, error) {
+	parentio.ForItem = func(ctx context.Context, table any, base, id string, write bool) (parentio.Client, error) {
 		t, ok := table.(interface {
-			placed(base, id string) (parentio.Client, error)
+			placed(ctx context.Context, base, id string, write bool) (parentio.Client, error)
 		})
 		if !ok {
 			return nil, fmt.Errorf("shard: %T is not a *shard.Table", table)
 		}
-		return t.placed(base, id)
+		return t.placed(ctx, base, id, write)
 	}
 }
 
-func (t *Table[T]) placed(base, id string) (parentio.Client, error) {
+// placed returns the placement of the item with id under base. With
+// write set it first checks the layout against base's record, writing
+// the record if the base has none, as a write through the Table does:
+// repo's Put of a large value calls it so before the chunk store writes
+// any chunk, so that a layout mismatch leaves nothing behind.
+func (t *Table[T]) placed(ctx context.Context, base, id string, write bool) (parentio.Client, error) {
 	if err := t.check(base, id); err != nil {
 		return nil, err
+	}
+	if write {
+		if _, err := t.rec.Recorded(ctx, t.c, base, t.rec.TTL); err != nil {
+			return nil, err
+		}
 	}
 	return placedItem[T]{t, base, id}, nil
 }

@@ -1,12 +1,10 @@
 package shard
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"strings"
 
-	"github.com/dynashard/dynashard/internal/history"
 	"github.com/dynashard/dynashard/internal/record"
 )
 
@@ -79,18 +77,3 @@ func layoutMismatch(base, want, stored string, keys []string) error {
 // recordTooLong is the *KeyError of a base whose record's partition key,
 // base + "#dynashard", would exceed MaxKeyBytes.
 func recordTooLong(base string) error { return &KeyError{Key: base, Reason: reasonNoRecord} }
-
-func init() {
-	history.Shards = func(ctx context.Context, c history.Reader, layout any, base string) ([]int, bool, error) {
-		return layout.(Layout).rec().Shards(ctx, c, base)
-	}
-	history.Refresh = func(ctx context.Context, c history.Reader, layout any, base string) error {
-		_, err := layout.(Layout).rec().History(ctx, c, base, 0)
-		return err
-	}
-	history.Record = func(ctx context.Context, c history.Writer, layout any, base string) error {
-		d := layout.(Layout).rec()
-		_, err := d.Recorded(ctx, c, base, d.TTL)
-		return err
-	}
-}

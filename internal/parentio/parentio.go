@@ -66,5 +66,10 @@ func DeleteItem(ctx context.Context, fallback Client, in *dynamodb.DeleteItemInp
 }
 
 // ForItem returns the Client that places the item with id under base of a
-// *shard.Table (passed as any). Package shard sets it at init.
-var ForItem func(table any, base, id string) (Client, error)
+// *shard.Table (passed as any). With write set it first checks the
+// Table's layout against base's record, and writes the record if the
+// base has none, as a write through the Table does: a caller about to
+// write the item (and its chunks) learns of a layout mismatch before
+// writing anything. ctx bounds that check. Package shard sets ForItem at
+// init.
+var ForItem func(ctx context.Context, table any, base, id string, write bool) (Client, error)
