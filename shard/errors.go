@@ -17,7 +17,12 @@ var (
 	// an SDK retry, after an attempt that may have been applied (a reset
 	// connection, a timeout, a 5xx), cannot tell whether it failed on its
 	// own result: it returns an error saying the outcome is unknown, which
-	// does not match ErrConflict, as for any write cut off.
+	// does not match ErrConflict, as for any write cut off. A write that
+	// is a transaction (see "Resharding" in the package doc) and gave up
+	// after 12 attempts, the item moving each time or other transactions
+	// conflicting with it, wrote nothing and matches no ErrConflict
+	// either: its error wraps the last *types.TransactionCanceledException;
+	// try again.
 	ErrConflict = errs.Conflict
 
 	// ErrInvalidLayout reports a Layout that cannot describe a table.

@@ -311,7 +311,7 @@ func (w *mprocWorkerState) one(rng *rand.Rand) {
 			w.seen[key] = call.Arg
 		}
 	case errors.Is(err, shard.ErrConflict):
-		ret.Conflict = true
+		ret.Conflict, ret.Note = true, err.Error()
 	default:
 		ret.Unknown = true
 		ret.Note = err.Error()

@@ -60,12 +60,14 @@ func (t *Table[T]) txWrite(ctx context.Context, base, id string, keys []string, 
 		tok = newToken()
 	}
 	at := 0
+	var last error
 	for attempt := range txAttempts {
 		in := t.txInput(keys, at, id, op, tok)
 		_, err := observe.Do(ctx, t.c.TransactWriteItems, in, optFns...)
 		if err == nil {
 			return keys[at], nil
 		}
+		last = err
 		next, retry, err := t.txOutcome(base, id, keys, at, err)
 		if err != nil {
 			return "", err
@@ -77,7 +79,10 @@ func (t *Table[T]) txWrite(ctx context.Context, base, id string, keys []string, 
 		}
 		at = next
 	}
-	return "", fmt.Errorf("%w: shard: table %s base %q id %q: the item kept moving or conflicting", ErrConflict, t.l.Table, clip(base), clip(id))
+	// Every attempt was cancelled as a whole, so nothing was written; but
+	// no condition failed either, so this is no ErrConflict: the caller
+	// may try again.
+	return "", fmt.Errorf("shard: table %s base %q id %q: nothing written in %d transactions: the item kept moving, or other transactions kept conflicting with it: %w", t.l.Table, clip(base), clip(id), txAttempts, last)
 }
 
 // txInput is op at keys[at] with a check that no other key holds id.
