@@ -2,7 +2,6 @@ package stream
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/dynashard/dynashard/shard"
+	"github.com/dynashard/dynashard/internal/record"
 )
 
 // recordSuffix ends the partition key of a base's layout record (see
@@ -89,10 +88,11 @@ func (d *Decoder[T]) Event(r types.Record) (e Event, ok bool, err error) {
 		if e.Item == nil { // a record is never deleted through dynashard
 			return Event{}, false, nil
 		}
-		e.History, err = history(e.Item)
+		rec, err := record.Parse(e.Item)
 		if err != nil {
 			return Event{}, false, fmt.Errorf("stream: layout record of base %q: %w", clip(base), err)
 		}
+		e.History = rec.Shards
 		e.Item, e.Old = nil, nil
 		return e, true, nil
 	}
@@ -110,28 +110,6 @@ func (d *Decoder[T]) Event(r types.Record) (e Event, ok bool, err error) {
 	e.Base, e.ID = base, id.Value
 	e.Item, e.Old = visible(e.Item), visible(e.Old)
 	return e, true, nil
-}
-
-// history reads a layout record's dynashard:shards (see shard.IsRecord
-// for the format).
-func history(item map[string]ddbtypes.AttributeValue) ([]int, error) {
-	list, ok := item["dynashard:shards"].(*ddbtypes.AttributeValueMemberL)
-	if !ok || len(list.Value) == 0 || len(list.Value) > shard.MaxHistory {
-		return nil, fmt.Errorf("%w: dynashard:shards is not a list of 1..%d counts", shard.ErrMalformedRecord, shard.MaxHistory)
-	}
-	h := make([]int, 0, len(list.Value))
-	for _, v := range list.Value {
-		num, ok := v.(*ddbtypes.AttributeValueMemberN)
-		if !ok {
-			return nil, fmt.Errorf("%w: dynashard:shards holds a %T", shard.ErrMalformedRecord, v)
-		}
-		n, err := strconv.Atoi(num.Value)
-		if err != nil || shard.CheckN(n) != nil {
-			return nil, fmt.Errorf("%w: dynashard:shards holds %q", shard.ErrMalformedRecord, clip(num.Value))
-		}
-		h = append(h, n)
-	}
-	return h, nil
 }
 
 // isChunk reports whether item is a chunk of a large value (package

@@ -146,11 +146,11 @@ func isRecordSK(v types.AttributeValue) bool {
 	return false
 }
 
-// parseRecord reads a record item, checking every bound a writer relies
+// Parse reads a record item, checking every bound a writer relies
 // on: a history of 1..MaxHistory counts, each in 1..MaxN and none twice,
 // and a revision below maxRev, so that a record written by other code
 // can cost neither a request per count nor a revision that wraps.
-func parseRecord(item map[string]types.AttributeValue) (Record, error) {
+func Parse(item map[string]types.AttributeValue) (Record, error) {
 	bad := func(format string, a ...any) (Record, error) {
 		return Record{}, fmt.Errorf("%w: "+format, append([]any{errs.MalformedRecord}, a...)...)
 	}

@@ -29,13 +29,13 @@ func TestParseRecordMalformed(t *testing.T) {
 		attrTTL:    N("10000"),
 		attrWait:   N("20000"),
 	}
-	if rec, err := parseRecord(good); err != nil || !rec.Recorded || rec.TTL != 10*time.Second || rec.Wait != 20*time.Second {
+	if rec, err := Parse(good); err != nil || !rec.Recorded || rec.TTL != 10*time.Second || rec.Wait != 20*time.Second {
 		t.Fatalf("a well-formed record: %+v, %v", rec, err)
 	}
 	legacy := maps.Clone(good)
 	delete(legacy, attrTTL)
 	delete(legacy, attrWait)
-	if rec, err := parseRecord(legacy); err != nil || rec.Recorded {
+	if rec, err := Parse(legacy); err != nil || rec.Recorded {
 		t.Fatalf("a record without HistoryTTL: %+v, %v, want it read as not recorded", rec, err)
 	}
 	counts := func(n int) types.AttributeValue {
@@ -81,7 +81,7 @@ func TestParseRecordMalformed(t *testing.T) {
 				item[k] = v
 			}
 		}
-		_, err := parseRecord(item)
+		_, err := Parse(item)
 		switch {
 		case !errors.Is(err, errs.MalformedRecord):
 			t.Errorf("%s: %v, want ErrMalformedRecord", name, err)

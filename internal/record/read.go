@@ -66,7 +66,7 @@ func (d Layout) Read(ctx context.Context, c Reader, base string) (_ Record, ok b
 		return Record{}, false, nil
 	}
 	got := time.Now()
-	rec, err := parseRecord(out.Item)
+	rec, err := Parse(out.Item)
 	if err != nil {
 		return Record{}, false, fmt.Errorf("shard: table %s base %q: %w", d.Table, clip(base), err)
 	}
