@@ -299,7 +299,7 @@ func diff(mirror, table map[[2]string]map[string]ddbtypes.AttributeValue, pk str
 	return strings.Join(d, "; ")
 }
 
-// workload writes random Puts, Updates and Deletes of a few items of two
+// workload writes random Puts, Updates, Deletes and Loads of a few items of two
 // bases from three goroutines, each through one of tbls, while a fourth
 // reshards each base and rebalances it, some Rebalances cut short and run
 // again. It returns when all are done.
@@ -316,9 +316,14 @@ func workload(t *testing.T, tbls []*shard.Table[order], seed uint64) {
 				base, id := bases[rng.IntN(len(bases))], fmt.Sprintf("o%d", rng.IntN(6))
 				once := func(o *shard.Options) { o.ExactlyOnce = rng.IntN(2) == 0 }
 				var err error
-				switch rng.IntN(4) {
+				switch rng.IntN(5) {
 				case 0, 1:
 					err = tbl.Put(ctx, base, order{ID: id, Amount: rng.IntN(1000)}, once)
+				case 4: // a bulk load of two items
+					second := fmt.Sprintf("o%d", rng.IntN(6))
+					_, err = tbl.Load(ctx, func(yield func(string, order) bool) {
+						_ = yield(base, order{ID: id, Amount: rng.IntN(1000)}) && yield(base, order{ID: second, Amount: rng.IntN(1000)})
+					})
 				case 2:
 					_, err = tbl.Update(ctx, base, id, expression.Add(expression.Name("Amount"), expression.Value(1)), once)
 				default: // o0..o2 are never deleted: a Delete of one is a move surfacing as a delete
