@@ -66,7 +66,7 @@
 // sends a consistent Get: two requests, the layout record and the item.
 // TestConvergence measured 0.04 to 0.12 requests per record delivered.
 // Its histories have three writers and a resharder; REMOVEs (moves and
-// deletes) are about a sixth of their records. A stream without moves or
+// deletes) are a tenth to a fifth of their records. A stream without moves or
 // deletes costs none. A State as JSON is about 180 bytes for an item of
 // one copy, and about 130 more for each other copy it remembers (two
 // while a move is seen half, and removed ones until they expire).
