@@ -110,6 +110,32 @@ func (r *Repo[T]) All(ctx context.Context, base string, optFns ...func(*Options)
 	}
 }
 
+// FromStored turns an item as the table stores it into T: a stream
+// record's new image (package stream's Change.Attributes), or an item of
+// a Scan or Query of your own. With a LargeField it reads the large
+// attribute's chunks if the item names any, as Get does (per call,
+// ConsistentRead and SkipLarge apply); the item's base comes from its
+// partition key. If a later write replaced the value's chunks,
+// FromStored returns the value that write stored, read again.
+func (r *Repo[T]) FromStored(ctx context.Context, item map[string]types.AttributeValue, optFns ...func(*Options)) (_ T, err error) {
+	var zero T
+	o, err := r.call(ctx, optFns)
+	if err != nil {
+		return zero, err
+	}
+	pk, _ := item[r.layout.PartitionKey].(*types.AttributeValueMemberS)
+	if pk == nil {
+		return zero, r.invalid("FromStored: the item has no partition key %q of type S", r.layout.PartitionKey)
+	}
+	base, _, err := r.layout.Codec.Parse(pk.Value)
+	if err != nil {
+		return zero, r.invalid("FromStored: partition key %q: %w", pk.Value, err)
+	}
+	ctx, call := r.start(ctx, "repo.FromStored", base)
+	defer func() { call.End(ctx, err) }()
+	return r.fromStored(ctx, base, item, o)
+}
+
 // fromStored turns a listed item into T, reading its large attribute's
 // chunks if it has any and o does not skip them.
 func (r *Repo[T]) fromStored(ctx context.Context, base string, av map[string]types.AttributeValue, o Options) (T, error) {

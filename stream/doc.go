@@ -95,9 +95,10 @@
 //   - Items written by other code, under keys the layout does not read,
 //     are left out. Written under the layout's keys, they count as the
 //     library's.
-//   - A large value's parent item (package repo, chunk) comes as it is
-//     stored, its chunks left out. Package split's parts come as items of
-//     their own table.
+//   - A large value comes as its parent item, as stored; its chunks are
+//     left out. repo.Repo.FromStored turns a Change's Attributes into the
+//     repo's value, reading the chunks. Package split's parts come as
+//     items of their own table.
 //
 // dynalite has no Streams API: a Poller there fails with [ErrNoStreams].
 package stream
