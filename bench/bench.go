@@ -86,6 +86,9 @@ type benchConfig struct {
 	// 9: split items.
 	splitReads int
 
+	// 10: the client's own cost.
+	costRounds, costOps, costMiB int
+
 	out        string
 	note       string
 	plotFormat string
@@ -112,18 +115,22 @@ var quickDefaults = map[string]string{
 	"chunk-reps":   "1",
 	"part-n":       "1,4,16,200",
 	"split-reads":  "100",
+	"cost-rounds":  "3",
+	"cost-ops":     "100",
+	"cost-mib":     "2",
 }
 
 var scenarioNames = map[int]string{
-	1: "hot-day writes",
-	2: "day reads",
-	3: "merge",
-	4: "calculated strategies",
-	5: "bulk load",
-	6: "chunks",
-	7: "hot-day writes, partition model",
-	8: "online resharding",
-	9: "split items",
+	1:  "hot-day writes",
+	2:  "day reads",
+	3:  "merge",
+	4:  "calculated strategies",
+	5:  "bulk load",
+	6:  "chunks",
+	7:  "hot-day writes, partition model",
+	8:  "online resharding",
+	9:  "split items",
+	10: "client cost",
 }
 
 // runBench is the whole command: it starts a server (or uses -endpoint),
@@ -170,7 +177,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.BoolVar(&cfg.quick, "quick", false, "small sizes and short runs: all scenarios in under a minute")
 	fs.StringVar(&cfg.server, "server", "ddblocal", "local server to start: ddblocal (DynamoDB Local) or dynalite")
 	fs.StringVar(&cfg.endpoint, "endpoint", "", "use this running DynamoDB endpoint (http://host:port) instead of starting a server")
-	scen := fs.String("scenarios", "1,2,3,4,5,6,7,8,9", "scenarios to run: 1 writes, 2 reads, 3 merge, 4 strategies, 5 bulk load, 6 chunks, 7 writes on a provisioned table (partition model), 8 online resharding, 9 one item over three tables (split)")
+	scen := fs.String("scenarios", "1,2,3,4,5,6,7,8,9,10", "scenarios to run: 1 writes, 2 reads, 3 merge, 4 strategies, 5 bulk load, 6 chunks, 7 writes on a provisioned table (partition model), 8 online resharding, 9 one item over three tables (split), 10 the client's CPU per operation against plain SDK calls")
 	fs.Float64Var(&cfg.wcu, "wcu", 100, "modelled write capacity per partition-key value, WCU/s (DynamoDB: 1000, scaled down)")
 	fs.Float64Var(&cfg.rcu, "rcu", 300, "modelled read capacity per partition-key value, RCU/s (DynamoDB: 3000, scaled down)")
 	fs.DurationVar(&cfg.burst, "burst", 100*time.Millisecond, "unused capacity a key keeps, as a duration of its rate (DynamoDB: up to 300s, best effort)")
@@ -200,6 +207,9 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.DurationVar(&cfg.partBurst, "part-burst", 100*time.Millisecond, "scenario 7: burst window, in simulated time (DynamoDB: up to 300s, best effort)")
 	fs.IntVar(&cfg.partWriters, "part-writers", 64, "scenario 7: concurrent writers in every step")
 	fs.IntVar(&cfg.splitReads, "split-reads", 500, "scenario 9: timed reads of each kind (the median is reported)")
+	fs.IntVar(&cfg.costRounds, "cost-rounds", 10, "scenario 10: rounds, each method of each operation measured once per round")
+	fs.IntVar(&cfg.costOps, "cost-ops", 500, "scenario 10: calls per method per round (Load and the scatter read: 5 times as many items)")
+	fs.IntVar(&cfg.costMiB, "cost-mib", 8, "scenario 10: chunk payload in MiB")
 	fs.StringVar(&cfg.out, "out", "", "write results.md and plots to this directory")
 	fs.StringVar(&cfg.note, "note", "", "a remark printed at the top of the results (e.g. what else ran on the machine)")
 	fs.StringVar(&cfg.plotFormat, "plot", "png", "plot format: png or svg")
@@ -285,6 +295,7 @@ func (c *benchConfig) check(scen, writeNs, readNs, partNs string) error {
 		{"attempts", c.attempts}, {"workers", c.workers}, {"read-items", c.readItems}, {"reps", c.reps},
 		{"merge-items", c.mergeItems}, {"ids", c.ids}, {"load-keys", c.loadKeys}, {"chunk-mib", c.chunkMiB}, {"chunk-reps", c.chunkReps},
 		{"part-writers", c.partWriters}, {"split-reads", c.splitReads},
+		{"cost-rounds", c.costRounds}, {"cost-ops", c.costOps}, {"cost-mib", c.costMiB},
 	} {
 		if f.v < 1 {
 			return fmt.Errorf("-%s %d: want at least 1", f.name, f.v)
@@ -344,8 +355,8 @@ func (b *bencher) run(ctx context.Context) (*report, error) {
 		b.kind, b.endpoint = localddb.External, b.cfg.endpoint
 	}
 	rep.server = "none (the scenarios run need no server)"
-	if b.cfg.scenarios[9] {
-		rep.server = serverDescription(b.kind, b.endpoint) + ", without the proxy (scenario 9)"
+	if b.cfg.scenarios[9] || b.cfg.scenarios[10] {
+		rep.server = serverDescription(b.kind, b.endpoint) + ", without the proxy (scenarios 9 and 10)"
 	}
 	for _, n := range []int{1, 2, 5, 6, 7, 8} {
 		if b.cfg.scenarios[n] {
@@ -355,7 +366,7 @@ func (b *bencher) run(ctx context.Context) (*report, error) {
 	steps := []struct {
 		n   int
 		run func(context.Context) (*section, error)
-	}{{1, b.writes}, {2, b.reads}, {3, b.merge}, {4, b.skew}, {5, b.load}, {6, b.chunks}, {7, b.partitionWrites}, {8, b.reshard}, {9, b.splitItems}}
+	}{{1, b.writes}, {2, b.reads}, {3, b.merge}, {4, b.skew}, {5, b.load}, {6, b.chunks}, {7, b.partitionWrites}, {8, b.reshard}, {9, b.splitItems}, {10, b.clientCost}}
 	total := len(b.cfg.scenarios)
 	i := 0
 	for _, s := range steps {
@@ -469,14 +480,15 @@ func (b *bencher) burst() time.Duration {
 // drained by many throttled goroutines fails every call at once), enough
 // idle connections for conns concurrent requests, and, unless -backoff 0,
 // a full-jitter backoff from cfg.backoff instead of the SDK's 0-2 s first
-// retry, which leaves a throttled key idle for most of a second.
-func (b *bencher) client(endpoint string, conns int) *dynamodb.Client {
+// retry, which leaves a throttled key idle for most of a second. optFns
+// apply after these settings.
+func (b *bencher) client(endpoint string, conns int, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	conns = max(conns, 16)
 	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 		tr.MaxIdleConns = conns
 		tr.MaxIdleConnsPerHost = conns
 	})
-	return localddb.NewClient(endpoint, func(o *dynamodb.Options) {
+	return localddb.NewClient(endpoint, append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		o.HTTPClient = hc
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 			dynashard.RetryForFanOut(so)
@@ -485,7 +497,7 @@ func (b *bencher) client(endpoint string, conns int) *dynamodb.Client {
 				so.Backoff = fullJitter(b.cfg.backoff, time.Second)
 			}
 		})
-	})
+	}}, optFns...)...)
 }
 
 // fullJitter waits a random time in [0, min(maxDelay, base·2^attempt)),

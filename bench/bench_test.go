@@ -44,6 +44,7 @@ func TestBench(t *testing.T) {
 			"-chunk-mib", "1", "-chunk-reps", "1",
 			"-part-n", "2",
 			"-split-reads", "3",
+			"-cost-rounds", "1", "-cost-ops", "3", "-cost-mib", "1",
 			"-out", dir)
 		if code != 0 {
 			t.Fatalf("exit %d, stderr:\n%s", code, errOut)
@@ -58,6 +59,7 @@ func TestBench(t *testing.T) {
 			"## 7. Hot-day writes on a provisioned table (partition model)",
 			"## 8. Online resharding", "| fixed N | [2] |", "| auto-grow |",
 			"## 9. One item over three tables (package split)", "| price update, WCU | 3 (UpdateItem) | 1 |",
+			"## 10. The client's own cost", "| Put, per call | Table.Put |",
 		}
 		// The skew rows must be exactly what the skew analysis says of the same ids.
 		for _, f := range idFamilies {
@@ -229,7 +231,8 @@ func TestBenchUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-server", "mysql"},
 		{"-endpoint", "localhost:8000"},
-		{"-scenarios", "10"},
+		{"-scenarios", "11"},
+		{"-cost-ops", "0"},
 		{"-part-n", "0"},
 		{"-part-wcu", "0"},
 		{"-part-scale", "-1"},

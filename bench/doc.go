@@ -28,7 +28,9 @@
 //     table has 4,000 WCU and 4 partitions at time scale 0.1. So it admits
 //     400 WCU per real second, and that is the limit line.
 //  8. online resharding;
-//  9. one item over three tables (package split).
+//  9. one item over three tables (package split);
+//  10. the client's own cost: the CPU per call of the library beside the
+//     plain SDK code doing the same requests.
 //
 // Each runs beside its naive baseline. Each reports the CPU that the
 // client, the server and the whole machine used. So a figure limited by the
@@ -40,6 +42,15 @@
 // ProductAvailability and ExtendedProductCatalog. It also gives the latency
 // of the product page's reads against one GetItem of the whole item in the
 // same run, as a ratio.
+//
+// Scenario 10 talks to the server directly too, so the process's CPU time
+// is the client's alone. It measures the CPU and allocations per Put, Get,
+// Update and Delete, per item of a Load and a scatter read, and per MiB of
+// a chunk write and read. Each has a plain SDK method beside it in the same
+// run, taking turns in rounds. A CPU profile over the same windows,
+// labelled by method, shows where each method's CPU goes.
+// BenchmarkClientCost times the calls with the server's answers replayed
+// from memory, for a profile without the network.
 //
 // The proxy runs in the bench's own process, so the process's CPU time is
 // the client's and the proxy's together. Scenarios 1, 6 and 7 tell them
