@@ -30,7 +30,10 @@ import (
 	"github.com/dynashard/dynashard/stream"
 )
 
-var interleavings = flag.Int("stream.interleavings", 2000, "interleavings of the stream TestConvergence replays")
+var (
+	interleavings = flag.Int("stream.interleavings", 2000, "interleavings of the stream TestConvergence replays")
+	writes        = flag.Int("stream.writes", 60, "writes of each of TestConvergence's three writers (a long run: 2000)")
+)
 
 type order struct {
 	PK     string `dynamodbav:"pk"`
@@ -312,7 +315,7 @@ func workload(t *testing.T, tbls []*shard.Table[order], seed uint64) {
 		rng := rand.New(rand.NewPCG(seed, uint64(w)))
 		tbl := tbls[w%len(tbls)]
 		wg.Go(func() {
-			for range 60 {
+			for range *writes {
 				base, id := bases[rng.IntN(len(bases))], fmt.Sprintf("o%d", rng.IntN(6))
 				once := func(o *shard.Options) { o.ExactlyOnce = rng.IntN(2) == 0 }
 				var err error
@@ -338,7 +341,7 @@ func workload(t *testing.T, tbls []*shard.Table[order], seed uint64) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	wg.Go(func() {
-		for round := range 4 {
+		for round := range max(4, *writes/15) {
 			base := bases[round%2]
 			_, _ = tbl.Reshard(ctx, base, 1+rng.IntN(6)) // refused while a count is pending (a Grower's), or failed by a fault
 			cut, cancel := context.WithTimeout(ctx, time.Duration(rng.IntN(300))*time.Millisecond)

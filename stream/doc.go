@@ -55,7 +55,8 @@
 // Update, Delete, Load) and a resharder through a fault proxy (throttles, 500s, resets before and
 // after a write applied), one writer's Table with a Grower. It replays
 // the stream under 2,000 random interleavings of its item keys, with
-// batches delivered twice. It fails with moves read as deletes, and with a
+// batches delivered twice. A longer run sets -stream.writes (60 per
+// writer by default) and -stream.interleavings. It fails with moves read as deletes, and with a
 // consumer that keeps no States.
 //
 // # Costs
