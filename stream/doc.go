@@ -98,8 +98,10 @@
 //     library's.
 //   - A large value comes as its parent item, as stored; its chunks are
 //     left out. repo.Repo.FromStored turns a Change's Attributes into the
-//     repo's value, reading the chunks. Package split's parts come as
-//     items of their own table.
+//     repo's value, reading the chunks.
+//   - Package split's parts: each part's table has a stream of its own.
+//     A [PartDecoder] reads it as changes of that part of the logical
+//     items. Split's sharded parts are Unchecked, so nothing moves them.
 //
 // dynalite has no Streams API: a Poller there fails with [ErrNoStreams].
 package stream
