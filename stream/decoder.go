@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -55,8 +56,16 @@ type Change[T any] struct {
 	Item T
 	// Attributes is Item's stored form, without the hidden attributes.
 	Attributes map[string]ddbtypes.AttributeValue
+	// Old is the item before the record, where the stream's view holds it
+	// and the Change comes from the record's own copy; nil otherwise (the
+	// consumer's copy is the item before).
+	Old *T
 	// History is the base's history after a Reshard.
 	History []int
+	// Sequence and At are the record's sequence number and approximate
+	// creation time: its position in the stream.
+	Sequence string
+	At       time.Time
 }
 
 // DecoderOptions configure a Decoder.
@@ -109,7 +118,7 @@ func NewDecoder[T any](c shard.Client, l shard.Layout, optFns ...func(*DecoderOp
 // through shard.Table) and returns what it holds now. That read is the
 // only request Apply sends.
 func (d *Decoder[T]) Apply(ctx context.Context, s *State, e Event) (Change[T], error) {
-	ch := Change[T]{Base: e.Base, ID: e.ID}
+	ch := Change[T]{Base: e.Base, ID: e.ID, Sequence: e.Sequence, At: e.At}
 	if e.History != nil {
 		ch.Kind, ch.History = Reshard, e.History
 		return ch, nil
@@ -133,6 +142,13 @@ func (d *Decoder[T]) settle(ctx context.Context, s *State, ch Change[T], e Event
 	present := s.present()
 	switch {
 	case len(present) == 1 && present[0].Key == e.Copy:
+		if e.Old != nil {
+			old, err := d.unmarshal(e.Old)
+			if err != nil {
+				return ch, err
+			}
+			ch.Old = &old
+		}
 		return d.held(s, ch, e.Item, present[0].Digest)
 	case len(present) == 1 && sameDigest(present[0].Digest, s.Held):
 		return ch, nil // the other copy is the one the consumer holds

@@ -576,3 +576,47 @@ func keyString(key map[string]ddbtypes.AttributeValue) string {
 	}
 	return s
 }
+
+// TestChangeOldAndPosition: a Change from its record's own copy carries
+// the item before (the stream's old image) and the record's position.
+func TestChangeOldAndPosition(t *testing.T) {
+	ctx := context.Background()
+	c, sc, name, arn := shardedTable(t)
+	l := shard.Layout{Table: name, PartitionKey: "pk", SortKey: "sk", Strategy: shard.Hash(2)}
+	tbl, err := shard.NewTable[order](c, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Put(ctx, "day", order{ID: "o1", Amount: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Update(ctx, "day", "o1", expression.Set(expression.Name("Amount"), expression.Value(2))); err != nil {
+		t.Fatal(err)
+	}
+	d, err := stream.NewDecoder[order](c, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s stream.State
+	var changes []stream.Change[order]
+	for _, r := range readAll(t, sc, arn) {
+		e, ok, err := d.Event(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || e.ID == "" {
+			continue
+		}
+		ch, err := d.Apply(ctx, &s, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.Sequence != aws.ToString(r.Dynamodb.SequenceNumber) || ch.At.IsZero() {
+			t.Errorf("Change at %q %v; the record's sequence number is %q", ch.Sequence, ch.At, aws.ToString(r.Dynamodb.SequenceNumber))
+		}
+		changes = append(changes, ch)
+	}
+	if len(changes) != 2 || changes[0].Old != nil || changes[1].Old == nil || changes[1].Old.Amount != 1 || changes[1].Item.Amount != 2 {
+		t.Fatalf("changes %+v; want a Put without Old, then a Put of Amount 2 whose Old has Amount 1", changes)
+	}
+}

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -17,10 +18,10 @@ import (
 // records of one part of one item are in order, and a State only tells
 // records delivered again.
 type PartDecoder struct {
-	part        split.Part
-	pk, sk      string // the part table's key attributes
-	logicalSK   bool   // the logical key has a sort key
-	sharded     bool
+	part      split.Part
+	pk, sk    string // the part table's key attributes
+	logicalSK bool   // the logical key has a sort key
+	sharded   bool
 }
 
 // PartChange is what a record does to one part of a logical item.
@@ -31,8 +32,13 @@ type PartChange struct {
 	Key  split.Key
 	Part string
 	// Attributes is the part's item after a Put, as stored: its key
-	// attributes, the part's attributes and its version.
-	Attributes map[string]ddbtypes.AttributeValue
+	// attributes, the part's attributes and its version. Old is the item
+	// before the record, where the stream's view holds it.
+	Attributes, Old map[string]ddbtypes.AttributeValue
+	// Sequence and At are the record's sequence number and approximate
+	// creation time: its position in the stream.
+	Sequence string
+	At       time.Time
 }
 
 // NewPartDecoder returns the PartDecoder of l's part named part. It
@@ -81,6 +87,12 @@ func (d *PartDecoder) Apply(s *State, r types.Record) (ch PartChange, ok bool, e
 		}
 		if e.Item, err = attributevalue.FromDynamoDBStreamsMap(sr.NewImage); err != nil || e.Item == nil {
 			return ch, false, fmt.Errorf("%w: stream record %s lacks a readable new image: %v", ErrInvalid, aws.ToString(r.EventID), err)
+		}
+	}
+	ch.Sequence, ch.At = e.Sequence, e.At
+	if sr.OldImage != nil {
+		if ch.Old, err = attributevalue.FromDynamoDBStreamsMap(sr.OldImage); err != nil {
+			return ch, false, fmt.Errorf("%w: stream record %s: old image: %w", ErrInvalid, aws.ToString(r.EventID), err)
 		}
 	}
 	next := s.clone()
