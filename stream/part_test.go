@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
 	"github.com/dynashard/dynashard/internal/localddb"
 	"github.com/dynashard/dynashard/shard"
@@ -29,7 +31,8 @@ type profile struct {
 }
 
 // TestPartDecoder: random Creates, Puts, Updates and Deletes of items
-// split into a plain part and a sharded one; each part table's stream,
+// split into a plain part and a sharded one, from two writers through a
+// fault proxy; each part table's stream,
 // replayed under random interleavings with batches delivered twice
 // through a PartDecoder, leaves a mirror equal to the part's table.
 func TestPartDecoder(t *testing.T) {
@@ -55,30 +58,45 @@ func TestPartDecoder(t *testing.T) {
 		}
 		arns = append(arns, arn)
 	}
-	st, err := split.New[profile](c, l)
-	if err != nil {
-		t.Fatal(err)
-	}
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("seed %d", seed)
-	for range 120 {
-		k := split.Key{PK: fmt.Sprint("b", rng.IntN(2)), SK: fmt.Sprint("i", rng.IntN(6))}
-		var err error
-		switch rng.IntN(4) {
-		case 0:
-			_, err = st.Create(ctx, profile{Base: k.PK, ID: k.SK, Name: fmt.Sprint("n", rng.IntN(100)), Hits: 1})
-		case 1:
-			_, err = st.Put(ctx, profile{Base: k.PK, ID: k.SK, Name: fmt.Sprint("n", rng.IntN(100))}, []string{"profile"})
-		case 2:
-			_, err = st.Update(ctx, k, "counters", expression.Add(expression.Name("hits"), expression.Value(1)))
-		default:
-			err = st.Delete(ctx, k)
-		}
-		if err != nil && !errors.Is(err, split.ErrConflict) && !errors.Is(err, split.ErrNotFound) {
-			t.Fatal(err)
-		}
+	// Two writers through a fault proxy (throttles, 500s and resets before
+	// and after a write applied).
+	p, err := faultproxy.New(aws.ToString(c.Options().BaseEndpoint), faultproxy.Config{ThrottleRate: 0.05, ErrorRate: 0.02, ErrorAfterRate: 0.02,
+		ResetBeforeRate: 0.02, ResetAfterRate: 0.02, Seed: int64(seed)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer p.Close()
+	st, err := split.New[profile](dynamodb.New(c.Options(), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(p.URL()) }), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range 2 {
+		rng := rand.New(rand.NewPCG(seed, uint64(10+w)))
+		wg.Go(func() {
+			for range 80 {
+				k := split.Key{PK: fmt.Sprint("b", rng.IntN(2)), SK: fmt.Sprint("i", rng.IntN(6))}
+				var err error
+				switch rng.IntN(4) {
+				case 0:
+					_, err = st.Create(ctx, profile{Base: k.PK, ID: k.SK, Name: fmt.Sprint("n", rng.IntN(100)), Hits: 1})
+				case 1:
+					_, err = st.Put(ctx, profile{Base: k.PK, ID: k.SK, Name: fmt.Sprint("n", rng.IntN(100))}, []string{"profile"})
+				case 2:
+					_, err = st.Update(ctx, k, "counters", expression.Add(expression.Name("hits"), expression.Value(1)))
+				default:
+					err = st.Delete(ctx, k)
+				}
+				if err != nil && !errors.Is(err, split.ErrConflict) && !errors.Is(err, split.ErrNotFound) {
+					t.Logf("%v: %v", k, err) // a fault the retries did not outlast: its outcome is unknown
+				}
+			}
+		})
+	}
+	wg.Wait()
 
 	for i, p := range l.Parts {
 		sc, _ := streamsClient(t, c)
