@@ -141,10 +141,11 @@ func fastClient(endpoint string) *dynamodb.Client {
 // holds MaxConcurrency requests.
 const adaptConcurrency = 8
 
-// bigPayload is stored in 100-byte chunks: 32 requests, four windows.
-func putBig(t *testing.T, e *env, key Key) []byte {
+// putBig stores a payload of the given number of windows in 100-byte
+// chunks: adaptConcurrency requests of 100 chunks a window.
+func putBig(t *testing.T, e *env, key Key, windows int) []byte {
 	t.Helper()
-	data := payload(4*adaptConcurrency*100*100, 7, false)
+	data := payload(windows*adaptConcurrency*100*100, 7, false)
 	if _, err := e.store(t, func(o *Options) { o.ChunkSize = 100 }).Put(context.Background(), key, data); err != nil {
 		t.Fatal(err)
 	}
@@ -157,10 +158,10 @@ func putBig(t *testing.T, e *env, key Key) []byte {
 // bound are ever in flight), reports it in ReadStats, and returns the
 // payload exactly.
 func TestReadBacksOffWhenThrottled(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		key := sKey("throttled")
-		data := putBig(t, e, key)
+		data := putBig(t, e, key, 4)
 		p, err := faultproxy.New(srv.Endpoint, faultproxy.Config{
 			ThrottleRate: 0.3, Latency: time.Millisecond, Ops: []string{"BatchGetItem"}, Seed: 9,
 		})
@@ -202,10 +203,10 @@ func TestReadBacksOffWhenThrottled(t *testing.T) {
 // bound of calls in flight at once (the wrapper holds every call until
 // they are all there) and ReadStats reports no backoff.
 func TestReadUnthrottledKeepsBound(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		key := sKey("unthrottled")
-		data := putBig(t, e, key)
+		data := putBig(t, e, key, 1)
 		hold := make(chan struct{})
 		w := &batchGets{Client: e.c, hold: hold, holdN: adaptConcurrency}
 		st := newStore(t, w, e.parents, e.chunks, func(o *Options) { o.MaxConcurrency = adaptConcurrency })
@@ -239,10 +240,10 @@ func TestReadUnthrottledKeepsBound(t *testing.T) {
 // TestThrottledReadCancel: cancelling a throttled read ends it with ctx's
 // error (the package's TestMain checks that no goroutine is left).
 func TestThrottledReadCancel(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		key := sKey("cancel")
-		putBig(t, e, key)
+		putBig(t, e, key, 3) // cancelled in the second window
 		p, err := faultproxy.New(srv.Endpoint, faultproxy.Config{
 			ThrottleRate: 0.5, Latency: time.Millisecond, Ops: []string{"BatchGetItem"}, Seed: 11,
 		})

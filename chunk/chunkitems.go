@@ -1,6 +1,7 @@
 package chunk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,8 @@ const maxReadWindow = 32 << 20
 func (r *Reader) windowSize() (perRequest, requests int) {
 	item := r.p.chunkBound() + int64(r.overhead)
 	perRequest = groupSize(item)
-	requests = int(min(int64(r.s.opts.MaxConcurrency), max(1, maxReadWindow/(int64(perRequest)*item))))
+	window := cmp.Or(r.s.readWindow, maxReadWindow)
+	requests = int(min(int64(r.s.opts.MaxConcurrency), max(1, window/(int64(perRequest)*item))))
 	return perRequest, requests
 }
 

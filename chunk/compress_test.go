@@ -16,7 +16,7 @@ import (
 // boundaries, and reads every payload back through stores configured with
 // None, Gzip and Zstd: readers decode what the parent records.
 func TestCompressionChoice(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		const cs = 1000
 		mk := func(c Compression) *Store {
@@ -97,9 +97,14 @@ func TestCompressionChoice(t *testing.T) {
 // than MinCompressSize, shorter than max(ChunkSize, MinCompressSize)) and
 // does not compress is stored raw, whole, and replaces the previous value
 // only then. Outside testing found such a Put stored no byte at all, after
-// deleting the previous value's chunks.
+// deleting the previous value's chunks. The previous value is 2 chunks
+// (4 with -chunk.long).
 func TestIncompressibleInProbe(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	oldSize := DefaultChunkSize + 1
+	if *long {
+		oldSize = 3 * DefaultChunkSize
+	}
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		ctx := context.Background()
 		for _, c := range []Compression{Gzip, Zstd} {
@@ -109,7 +114,7 @@ func TestIncompressibleInProbe(t *testing.T) {
 					name := fmt.Sprintf("%s/%d/%s", c, n, mode)
 					t.Run(name, func(t *testing.T) {
 						key := sKey(name)
-						old := payload(3*DefaultChunkSize, 1, false)
+						old := payload(oldSize, 1, false)
 						if _, err := st.Put(ctx, key, old); err != nil {
 							t.Fatal(err)
 						}

@@ -44,8 +44,22 @@ func valueOf(data []byte) (string, bool) {
 	return v, bytes.Equal(data, valuePayload(v))
 }
 
-// historyDuration bounds TestConcurrentHistory per server.
-var historyDuration = 6 * time.Second
+// historyOps is the work TestConcurrentHistory does per server at least:
+// completed operations, which are also its clock's ticks (historyGrace).
+// -chunk.long does ten times as many.
+func historyOps() int64 {
+	if *long {
+		return 3200
+	}
+	return 320
+}
+
+// historyGrace is the stores' Grace in TestConcurrentHistory, in ticks of
+// its clock: the test's stores read a clock that advances one second per
+// operation completed, not with the wall clock. A Put then gives up after
+// the other workers completed Grace/2 operations, and a Sweep deletes an
+// orphan after Grace of them, however loaded the machine.
+const historyGrace = 128
 
 // faulty is the proxy configuration of the concurrency tests: every kind
 // of fault the proxy has, at rates that leave most calls succeeding.
@@ -64,8 +78,14 @@ var faulty = faultproxy.Config{
 // and response, and checks each key's history for linearizability: every
 // read returns a whole payload that some Put wrote, never one of a Put that
 // failed with ErrConflict, never a stale one.
+//
+// It is bounded by work, not by time: the workers go on until historyOps
+// operations completed and enough happened to check (20 Puts acknowledged,
+// one refused with ErrConflict, 20 payloads read, a Sweep done), at most
+// 400 operations each. The stores' clock counts
+// operations (historyGrace), so a slow machine slows the clock too.
 func TestConcurrentHistory(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		proxy, err := faultproxy.New(srv.Endpoint, faulty)
 		if err != nil {
@@ -73,7 +93,11 @@ func TestConcurrentHistory(t *testing.T) {
 		}
 		defer proxy.Close()
 		pc := robustClient(proxy.URL())
-		const grace = 3 * time.Second
+		// The clock: a second per completed operation.
+		var ticks atomic.Int64
+		base := time.Now()
+		now := func() time.Time { return base.Add(time.Duration(ticks.Load()) * time.Second) }
+		const grace = historyGrace * time.Second
 		mk := func(c Compression) *Store {
 			// Linearizable reads need consistent reads of the parent.
 			st := newStore(t, pc, e.parents, e.chunks, func(o *Options) {
@@ -82,6 +106,7 @@ func TestConcurrentHistory(t *testing.T) {
 				o.ConsistentRead = true
 			})
 			st.flipDelay = 2 * time.Millisecond
+			st.now = now
 			return st
 		}
 		stores := []*Store{mk(None), mk(Gzip)}
@@ -95,24 +120,30 @@ func TestConcurrentHistory(t *testing.T) {
 			hist[k] = append(hist[k], o)
 			mu.Unlock()
 		}
-		var putOK, putConflict, putUnknown, readOK, readNone, readFailed, sweeps atomic.Int64
+		var putOK, putConflict, putUnknown, readOK, readNone, readFailed, sweeps, swept atomic.Int64
 
-		// Workers stop between operations when the time is up, so that no
+		// Workers stop between operations once enough happened, so that no
 		// request is still in flight when the history is checked.
 		ctx := context.Background()
+		minOps := historyOps()
+		enough := func() bool {
+			return ticks.Load() >= minOps && putOK.Load() >= 20 && putConflict.Load() >= 1 &&
+				readOK.Load() >= 20 && sweeps.Load() >= 1
+		}
 		var stop atomic.Bool
-		time.AfterFunc(historyDuration, func() { stop.Store(true) })
-		const opsPerWorker = 400
+		opsPerWorker := max(400, int(minOps/4))
 		var wg sync.WaitGroup
 		for w := range 8 {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(w), 1))
 				for i := 0; i < opsPerWorker && !stop.Load(); i++ {
+					stop.Store(enough())
 					k := r.IntN(len(keys))
 					v := fmt.Sprintf("w%d.%d", w, i)
 					o := regOp{write: true, value: v, call: clock.Add(1)}
 					_, err := stores[r.IntN(2)].Put(ctx, keys[k], valuePayload(v))
 					o.ret = clock.Add(1)
+					ticks.Add(1)
 					switch {
 					case err == nil:
 						putOK.Add(1)
@@ -132,10 +163,12 @@ func TestConcurrentHistory(t *testing.T) {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(rd), 2))
 				for i := 0; i < opsPerWorker && !stop.Load(); i++ {
+					stop.Store(enough())
 					k := r.IntN(len(keys))
 					o := regOp{call: clock.Add(1)}
 					data, _, err := stores[r.IntN(2)].Get(ctx, keys[k])
 					o.ret = clock.Add(1)
+					ticks.Add(1)
 					switch {
 					case err == nil:
 						v, whole := valueOf(data)
@@ -158,17 +191,23 @@ func TestConcurrentHistory(t *testing.T) {
 				}
 			})
 		}
+		// The sweeper sweeps after every 16 operations.
 		sweepDone := make(chan struct{})
 		var sweeper sync.WaitGroup
 		sweeper.Go(func() {
-			for {
+			for last := int64(0); ; {
 				select {
 				case <-sweepDone:
 					return
-				case <-time.After(300 * time.Millisecond):
+				case <-time.After(10 * time.Millisecond):
 				}
-				if _, err := stores[0].Sweep(ctx); err == nil {
+				if ticks.Load() < last+16 {
+					continue
+				}
+				last = ticks.Load()
+				if st, err := stores[0].Sweep(ctx); err == nil {
 					sweeps.Add(1)
+					swept.Add(int64(st.Deleted))
 				}
 			}
 		})
@@ -176,23 +215,25 @@ func TestConcurrentHistory(t *testing.T) {
 		close(sweepDone)
 		sweeper.Wait()
 
-		t.Logf("puts: %d ok, %d conflict, %d unknown; reads: %d payloads, %d not found, %d failed; %d sweeps; proxy: %+v",
-			putOK.Load(), putConflict.Load(), putUnknown.Load(), readOK.Load(), readNone.Load(), readFailed.Load(), sweeps.Load(), proxy.Stats().Ops)
+		t.Logf("%d operations; puts: %d ok, %d conflict, %d unknown; reads: %d payloads, %d not found, %d failed; %d sweeps deleted %d chunks; proxy: %+v",
+			ticks.Load(), putOK.Load(), putConflict.Load(), putUnknown.Load(), readOK.Load(), readNone.Load(), readFailed.Load(), sweeps.Load(), swept.Load(), proxy.Stats().Ops)
 		for k := range keys {
 			if err := checkRegister(hist[k]); err != nil {
 				t.Errorf("key %v: not linearizable: %v", keys[k], err)
 			}
 		}
-		// A check that saw nothing proves nothing.
-		if putOK.Load() < 20 || putConflict.Load() < 1 || readOK.Load() < 20 {
-			t.Errorf("too little happened to check (puts ok %d, conflicts %d, reads %d)", putOK.Load(), putConflict.Load(), readOK.Load())
+		// A check that saw nothing proves nothing; every worker ran out of
+		// operations before enough happened.
+		if !enough() {
+			t.Errorf("too little happened to check in %d operations (puts ok %d, conflicts %d, reads %d, sweeps %d)",
+				ticks.Load(), putOK.Load(), putConflict.Load(), readOK.Load(), sweeps.Load())
 		}
 
 		// Quiet again: after a late sweep the chunk table holds exactly the
 		// current versions' chunks, and every key reads whole.
 		proxy.Set(faultproxy.Config{})
 		late := newStore(t, pc, e.parents, e.chunks, func(o *Options) { o.Grace = grace; o.ConsistentRead = true })
-		late.now = later(late)
+		late.now = func() time.Time { return now().Add(grace + time.Minute) }
 		if _, err := late.Sweep(context.Background()); err != nil {
 			t.Fatal(err)
 		}

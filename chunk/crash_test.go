@@ -265,7 +265,7 @@ func TestDeleteNoResurrection(t *testing.T) {
 // TestAmbiguousFlip loses the response to the parent update in every way
 // the proxy can, and checks that Put reports what really happened.
 func TestAmbiguousFlip(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		proxy, pc := newProxy(t, srv)
 		ctx := context.Background()

@@ -24,7 +24,7 @@ func ExampleStore_Sweep() {
 
 	st, err := chunk.New(c, parents, chunks, func(o *chunk.Options) {
 		o.RetainOld = true
-		o.Grace = 10 * time.Second // short for the example only: a Put must finish within Grace/2
+		o.Grace = 20 * time.Second // short for the example only: a Put must finish within Grace/2
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -44,7 +44,7 @@ func ExampleStore_Sweep() {
 	}
 	fmt.Println("at once: deleted", stats.Deleted, "young", stats.Young)
 
-	time.Sleep(11 * time.Second) // past Grace
+	time.Sleep(21 * time.Second) // past Grace
 	stats, err = st.Sweep(ctx)
 	if err != nil {
 		log.Fatal(err)

@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -20,13 +21,23 @@ import (
 	"github.com/dynashard/dynashard"
 	"github.com/dynashard/dynashard/dynashardtest/faultproxy"
 	"github.com/dynashard/dynashard/internal/ddbtest"
+	"github.com/dynashard/dynashard/internal/exampletest"
 	"github.com/dynashard/dynashard/internal/localddb"
 )
 
+// long runs the package's long modes (make test-long): the full-size
+// round trips, the property and history checkers at ten times the work.
+// Without it each test keeps its assertions on a smaller workload.
+var long = flag.Bool("chunk.long", false, "run the long modes: the full-size round trips, more property cases and a longer history")
+
 // TestMain stops the servers (DynamoDB's and s3rver) and then checks that no goroutine of this
 // package outlived its test (idle HTTP connections of SDK clients aside).
+// The Examples share one dynashardtest server (exampletest.Hold) instead
+// of starting a JVM each.
 func TestMain(m *testing.M) {
+	release := exampletest.Hold()
 	code := m.Run()
+	release()
 	ddbtest.Stop()
 	stopS3()
 	if code == 0 {
@@ -40,6 +51,17 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// eachParallel is ddbtest.Each with the servers' runs in parallel. The
+// package's longest tests wait on requests more than they compute, so two
+// servers at once take little longer than one.
+func eachParallel(t *testing.T, fn func(t *testing.T, srv *ddbtest.Server)) {
+	t.Helper()
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		t.Parallel()
+		fn(t, srv)
+	})
 }
 
 // env is a parent table and a chunk table on one server.

@@ -34,10 +34,11 @@ import (
 //   - the requests of a Put and of a Get are those the package
 //     documentation states (see propRequests).
 //
-// go test -run TestProperty runs propDefaultCases per server; more with
-// -chunk.cases=N, one case again with -chunk.seed=S -chunk.cases=1.
+// go test -run TestProperty runs propDefaultCases per server, ten times as
+// many with -chunk.long; any number with -chunk.cases=N, one case again
+// with -chunk.seed=S -chunk.cases=1.
 var (
-	propCases = flag.Int("chunk.cases", 0, "cases of TestProperty per server (default 40, 10 with -short)")
+	propCases = flag.Int("chunk.cases", 0, "cases of TestProperty per server (default 40, 400 with -chunk.long, 10 with -short)")
 	propSeed  = flag.Uint64("chunk.seed", 0, "seed of TestProperty's first case (default: from the clock)")
 )
 
@@ -153,7 +154,13 @@ func newPropCase(seed uint64) propCase {
 	case 0:
 		c.inlineLimit = -1
 	case 1:
-		c.inlineLimit = r.IntN(c.chunkSize)
+		// Below ChunkSize, and UTFMax below it for the guide's text
+		// writes (New refuses more: maxInlineLimit).
+		most := c.chunkSize - 1
+		if c.guide == 2 {
+			most = c.chunkSize - utf8.UTFMax
+		}
+		c.inlineLimit = r.IntN(most + 1)
 	} // else the default
 	switch r.IntN(4) {
 	case 0:
@@ -442,18 +449,21 @@ func propPayloads(c propCase) [3][]byte {
 // with -chunk.seed=S -chunk.cases=1.
 func TestProperty(t *testing.T) {
 	cases := *propCases
-	if cases == 0 {
+	switch {
+	case cases > 0:
+	case *long:
+		cases = 10 * propDefaultCases
+	case testing.Short():
+		cases = 10
+	default:
 		cases = propDefaultCases
-		if testing.Short() {
-			cases = 10
-		}
 	}
 	base := *propSeed
 	if base == 0 {
 		base = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seeds %d…%d (rerun one with -chunk.seed=S -chunk.cases=1)", base, base+uint64(cases)-1)
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		pe := newPropEnv(t, srv)
 		ctx := context.Background()
 		start := time.Now()

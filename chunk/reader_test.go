@@ -22,7 +22,7 @@ import (
 // returned bytes fails with ErrConflict (or ErrNotFound), unless old
 // versions are retained, and one that has not yet returned any moves on.
 func TestReplacedUnderReader(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		ctx := context.Background()
 		// 1000-byte chunks, one request per window: a window is 100 chunks.
@@ -165,22 +165,33 @@ func TestReaderCancel(t *testing.T) {
 }
 
 // TestReaderWindow streams a payload larger than a Reader's prefetch window
-// with the default options and checks, at every BatchGetItem response,
-// that the chunk bytes fetched but not yet read stay within the documented
-// 32 MiB, which holds two full requests (so more than 16 MiB are fetched
-// ahead once), and that the read takes the fewest BatchGetItem requests
-// possible: 40 chunks each.
+// and checks, at every BatchGetItem response, that the chunk bytes fetched
+// but not yet read stay within the window, which holds two full requests
+// (so more than one request is fetched ahead once), and that the read
+// takes the fewest BatchGetItem requests possible. With -chunk.long it
+// does so at the default options: a 40 MB payload, the documented 32 MiB
+// window, requests of 40 chunks (16 MiB). By default it scales the same
+// case down by five: 32 KiB chunks, so requests of 100 chunks (3.2 MiB),
+// a window lowered to 7 MiB (two such requests) and an 8 MB payload.
 func TestReaderWindow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("40 MB payload skipped in -short mode")
+	size, chunkSize, perRequest, window, request := 40_000_000, 0, 40, int64(maxReadWindow), int64(16<<20)
+	if !*long {
+		size, chunkSize, perRequest, window, request = 8_000_000, 32<<10, 100, 7<<20, 100*32<<10
 	}
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		c, oc := e.countingClient()
-		st := newStore(t, c, e.parents, e.chunks)
+		st := newStore(t, c, e.parents, e.chunks, func(o *Options) {
+			if chunkSize > 0 {
+				o.ChunkSize = chunkSize
+			}
+		})
+		if window != maxReadWindow {
+			st.readWindow = window
+		}
 		ctx := context.Background()
 		key := sKey("window")
-		data := payload(40_000_000, 4, false)
+		data := payload(size, 4, false)
 		info, err := st.Put(ctx, key, data)
 		if err != nil {
 			t.Fatal(err)
@@ -218,13 +229,13 @@ func TestReaderWindow(t *testing.T) {
 		if !bytes.Equal(got.Bytes(), data) {
 			t.Fatalf("read %d bytes, want the %d put", got.Len(), len(data))
 		}
-		if worst > maxReadWindow || worst <= 16<<20 {
-			t.Errorf("up to %d chunk bytes fetched ahead of the reader, want more than %d (two full requests) and at most %d",
-				worst, 16<<20, maxReadWindow)
+		if worst > window || worst <= request {
+			t.Errorf("up to %d chunk bytes fetched ahead of the reader, want more than %d (a full request: the window holds two) and at most %d",
+				worst, request, window)
 		}
 		// dynalite answers a BatchGetItem with pages of about 1 MB, so only
 		// DynamoDB Local shows the requests the store sends.
-		if got, want := oc.count("BatchGetItem"), (info.Chunks+39)/40; srv.Kind == localddb.DynamoDBLocal && got != want {
+		if got, want := oc.count("BatchGetItem"), (info.Chunks+perRequest-1)/perRequest; srv.Kind == localddb.DynamoDBLocal && got != want {
 			t.Errorf("%d BatchGetItem requests for %d chunks, want %d", got, info.Chunks, want)
 		}
 	})
@@ -236,26 +247,28 @@ func TestReaderWindow(t *testing.T) {
 // package documentation says. (It took two of 20 when the chunk size was
 // estimated from the stored size and the chunk count.) A parent written
 // before ChunkSize was recorded stays readable, in requests sized for the
-// largest chunk its sizes allow.
+// largest chunk its sizes allow. The second payload, whose estimate is
+// exact, runs with -chunk.long: each is 15 MB.
 func TestReadRequestsFromParent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("15 MB payloads skipped in -short mode")
+	cases := []struct {
+		name          string
+		size          int
+		requests, old int
+	}{
+		{"40 full chunks", 40 * DefaultChunkSize, 1, 2},
+		{"39 full chunks and 1 byte", 39*DefaultChunkSize + 1, 1, 1}, // the estimate is exact here
 	}
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	if !*long {
+		cases = cases[:1]
+	}
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		c, oc := e.countingClient()
 		st := newStore(t, c, e.parents, e.chunks)
 		ctx := context.Background()
 		// Each payload is read as Put wrote it, then as a parent written
 		// before ChunkSize was recorded (the attribute removed).
-		for i, tt := range []struct {
-			name          string
-			size          int
-			requests, old int
-		}{
-			{"40 full chunks", 40 * DefaultChunkSize, 1, 2},
-			{"39 full chunks and 1 byte", 39*DefaultChunkSize + 1, 1, 1}, // the estimate is exact here
-		} {
+		for i, tt := range cases {
 			t.Run(tt.name, func(t *testing.T) {
 				key := sKey(fmt.Sprint("requests", i))
 				data := payload(tt.size, uint64(i), false)

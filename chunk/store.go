@@ -221,6 +221,7 @@ type Store struct {
 	now        func() time.Time
 	beforeFlip func(ctx context.Context) error
 	flipDelay  time.Duration // replaces flipBaseDelay
+	readWindow int64         // replaces maxReadWindow
 }
 
 // New returns a Store keeping parent items in table parents and chunks in

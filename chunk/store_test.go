@@ -28,10 +28,16 @@ type noLen struct{ io.Reader }
 // unknown length, and reads them back with Get and with a Reader. The
 // chunk table must then hold exactly the current version's chunks.
 func TestRoundTrip(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		const cs = DefaultChunkSize
-		sizes := []int{0, 1, DefaultInlineLimit, DefaultInlineLimit + 1, cs - 1, cs, cs + 1, 5*cs + 123}
+		// Several chunks and a partial last one: 3 of them by default, 6
+		// with -chunk.long (2 MB, 3-9 s a subtest under -race with gzip).
+		several := 2*cs + 123
+		if *long {
+			several = 5*cs + 123
+		}
+		sizes := []int{0, 1, DefaultInlineLimit, DefaultInlineLimit + 1, cs - 1, cs, cs + 1, several}
 		for _, comp := range []Compression{None, Gzip, Zstd} {
 			// Always compressed, whatever the size and ratio.
 			st := e.store(t, func(o *Options) { o.Compression, o.MinCompressSize, o.MaxCompressRatio = comp, -1, -1 })

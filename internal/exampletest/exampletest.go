@@ -16,21 +16,28 @@ import (
 )
 
 // Main is ddbtest.Main that, when Examples may run, holds one dynashardtest
-// handle for the whole run, so that the Examples, each opening and closing
-// its own, share one server instead of starting a JVM each. Use it as
-// func TestMain(m *testing.M) { exampletest.Main(m) }.
+// handle for the whole run (Hold), so that the Examples, each opening and
+// closing its own, share one server instead of starting a JVM each. Use it
+// as func TestMain(m *testing.M) { exampletest.Main(m) }.
 func Main(m *testing.M) {
-	flag.Parse()
-	var examples *dynashardtest.Server
-	if run := flag.Lookup("test.run").Value.String(); run == "" || strings.Contains(run, "Example") {
-		if srv, err := dynashardtest.NewServer(); err == nil {
-			examples = srv
-		} // else each Example reports the failure itself
-	}
+	release := Hold()
 	code := m.Run()
-	if examples != nil {
-		examples.Close()
-	}
+	release()
 	ddbtest.Stop()
 	os.Exit(code)
+}
+
+// Hold opens a dynashardtest handle when Examples may run (no -test.run,
+// or one that names an Example), and returns the function that closes it.
+// A TestMain of its own calls it before m.Run and the function after.
+func Hold() (release func()) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if run := flag.Lookup("test.run").Value.String(); run == "" || strings.Contains(run, "Example") {
+		if srv, err := dynashardtest.NewServer(); err == nil {
+			return func() { srv.Close() }
+		} // else each Example reports the failure itself
+	}
+	return func() {}
 }
