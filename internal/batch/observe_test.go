@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -62,7 +64,7 @@ func sizeOf(t *testing.T, it item) int {
 // and one request per BatchWriteItem or BatchGetItem; every request asks
 // for the capacity. Without a Usage none asks.
 func TestUsage(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		ta, tb := srv.Table(t, "pk:S"), srv.Table(t, "pk:S")
 		c, _, rec := newClient(srv.Endpoint, 3)
 		opt := func(o *Options) { o.KeyAttributes = map[string][]string{ta: {"pk"}, tb: {"pk"}} }
@@ -177,9 +179,13 @@ func TestUsage(t *testing.T) {
 // injected, and still the units of each item once (a throttled request
 // or an entry the proxy kept is not applied, nor charged).
 func TestUsageFaults(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		pc := setupProxy(t, srv, faultproxy.Config{ThrottleRate: 0.2, UnprocessedRate: 0.3, Seed: 3,
 			Ops: []string{"BatchWriteItem", "BatchGetItem"}}, 5)
+		// The SDK backs off up to 20 s after a throttle: waiting, which
+		// changes no count.
+		pc.client, pc.tr, pc.rec = newClient(pc.proxy.URL(), 5, func(so *retry.StandardOptions) { so.MaxBackoff = 20 * time.Millisecond })
+		t.Cleanup(pc.tr.CloseIdleConnections)
 		var writes []Write
 		var keys []Key
 		var wantWrite, wantRead float64

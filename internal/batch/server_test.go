@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -35,6 +36,22 @@ import (
 )
 
 func TestMain(m *testing.M) { ddbtest.Main(m) }
+
+// long runs the package's long modes (make test-long): the full-size
+// workloads of the tests that shrink theirs by default, with the same
+// assertions.
+var long = flag.Bool("batch.long", false, "run the long modes: 10,000 puts at 90% unprocessed, 900 paced writes, 16 MB requests")
+
+// eachParallel is ddbtest.Each with the servers' runs in parallel. The
+// package's longest tests wait on requests (and on the proxy's pace) more
+// than they compute, so two servers at once take little longer than one.
+func eachParallel(t *testing.T, fn func(t *testing.T, srv *ddbtest.Server)) {
+	t.Helper()
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		t.Parallel()
+		fn(t, srv)
+	})
+}
 
 // sent is one HTTP attempt as it went on the wire.
 type sent struct {
@@ -121,16 +138,16 @@ func (r *recorder) of(op string) []sent {
 // newClient returns a client for endpoint with the settings doc.go
 // recommends, its own transport (so a test can close its connections), and
 // a recorder.
-func newClient(endpoint string, attempts int) (*dynamodb.Client, *http.Transport, *recorder) {
+func newClient(endpoint string, attempts int, retryFns ...func(*retry.StandardOptions)) (*dynamodb.Client, *http.Transport, *recorder) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 32
 	rec := &recorder{}
 	c := localddb.NewClient(endpoint, func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: tr}
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		o.Retryer = retry.NewStandard(append([]func(*retry.StandardOptions){func(so *retry.StandardOptions) {
 			dynashard.RetryForFanOut(so)
 			so.MaxAttempts = attempts
-		})
+		}}, retryFns...)...)
 	}, rec.option)
 	return c, tr, rec
 }
@@ -322,13 +339,19 @@ func TestServerDeleteAndProjection(t *testing.T) {
 
 // TestServerSplitsOver16MB: writes that are small by DynamoDB's count but
 // large on the wire (control characters are escaped to six bytes) are split
-// so that no request body exceeds the limit.
+// so that no request body exceeds the limit. By default the limit is
+// lowered to 1 MB and the items to a tenth; -batch.long sends the 16 MB
+// requests (20-30 s per server under -race).
 func TestServerSplitsOver16MB(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	limit, padding := int64(1<<20), 40_000
+	if *long {
+		limit, padding = MaxRequestBytes, 400_000
+	}
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		ctx := context.Background()
 		table := srv.Table(t, "pk:S")
 		c, _, rec := newClient(srv.Endpoint, 3)
-		pad := strings.Repeat("\x01", 400_000)
+		pad := strings.Repeat("\x01", padding)
 		var writes []Write
 		wire := 0
 		for i := range 7 {
@@ -336,10 +359,12 @@ func TestServerSplitsOver16MB(t *testing.T) {
 			writes = append(writes, Write{Table: table, Put: it})
 			wire += ddbsize.WireSize(it)
 		}
-		if wire <= MaxRequestBytes || len(writes) > MaxWritesPerRequest {
+		if int64(wire) <= limit || len(writes) > MaxWritesPerRequest {
 			t.Fatalf("test data: %d wire bytes in %d writes would fit one request", wire, len(writes))
 		}
-		if _, err := WriteAll(ctx, c, writes, func(o *Options) { o.KeyAttributes = map[string][]string{table: {"pk"}} }); err != nil {
+		if _, err := WriteAll(ctx, c, writes, func(o *Options) {
+			o.KeyAttributes, o.maxRequestBytes = map[string][]string{table: {"pk"}}, limit
+		}); err != nil {
 			t.Fatal(err)
 		}
 		calls := rec.of("BatchWriteItem")
@@ -348,12 +373,12 @@ func TestServerSplitsOver16MB(t *testing.T) {
 			if call.body < int64(ddbsize.WireSize(writes[0].Put)) {
 				t.Fatalf("recorded body of %d bytes: smaller than one item", call.body)
 			}
-			if call.body > MaxRequestBytes || call.body > 16<<20 {
-				t.Errorf("request body of %d bytes, limit %d", call.body, MaxRequestBytes)
+			if call.body > limit || call.body > 16<<20 {
+				t.Errorf("request body of %d bytes, limit %d", call.body, limit)
 			}
 			bodies += call.body
 		}
-		if minCalls := int((bodies + MaxRequestBytes - 1) / MaxRequestBytes); len(calls) < minCalls || len(calls) < 2 {
+		if minCalls := int((bodies + limit - 1) / limit); len(calls) < minCalls || len(calls) < 2 {
 			t.Errorf("BatchWriteItem calls: got %d for %d body bytes", len(calls), bodies)
 		}
 		t.Logf("%d writes, %d wire bytes by WireSize, sent as %+v", len(writes), wire, calls)
@@ -412,19 +437,22 @@ func (pc *proxyCase) forwarded() map[string]int {
 }
 
 // TestProxyUnprocessed90: with 90% of write requests returned unprocessed,
-// 10,000 puts end with every item stored, each forwarded exactly once.
+// 1,000 puts (10,000 with -batch.long) end with every item stored, each
+// forwarded exactly once. The work ends the call: StallTimeout is only a
+// safety bound (a lone leftover may wait many slow rounds on a loaded
+// machine).
 func TestProxyUnprocessed90(t *testing.T) {
-	total := 10_000
-	if testing.Short() {
-		total = 1_000 // CI runs without -short, with the full count
+	total := 1_000
+	if *long {
+		total = 10_000
 	}
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		pc := setupProxy(t, srv, faultproxy.Config{UnprocessedRate: 0.9, Ops: []string{"BatchWriteItem"}, Seed: 1}, 3)
 		writes := pc.puts(total)
 		st, err := WriteAll(context.Background(), pc.client, writes, pc.opt, func(o *Options) {
 			// Short waits keep the test quick; 90% unprocessed leaves a
 			// lone leftover stalled for many rounds in a row.
-			o.BaseDelay, o.MaxDelay, o.StallTimeout = 2*time.Millisecond, 50*time.Millisecond, time.Minute
+			o.BaseDelay, o.MaxDelay, o.StallTimeout = 2*time.Millisecond, 50*time.Millisecond, 10*time.Minute
 			o.MaxConcurrency = 16
 		})
 		if err != nil {
@@ -621,7 +649,7 @@ func TestProxyGetUnprocessed(t *testing.T) {
 // yields UnprocessedKeys with no throttling; the engine goes on without
 // backing off (any backoff here would last an hour).
 func TestServerSizeDrivenGetPartials(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		table := srv.Table(t, "pk:S")
 		c, _, rec := newClient(srv.Endpoint, 3)
 		opt := func(o *Options) { o.KeyAttributes = map[string][]string{table: {"pk"}} }
