@@ -30,7 +30,7 @@ import (
 // within Grace and removes exactly it afterwards, and the current payload
 // reads back whole.
 func TestCrashPoints(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		ctx := context.Background()
 		var stopBefore, stopAfter atomic.Pointer[context.CancelFunc]
@@ -226,7 +226,7 @@ func diff(a, b []string) (onlyA, onlyB []string) {
 // leaves an orphan that Sweep removes once it is older than Grace; an
 // acknowledged Put is always readable.
 func TestS3Faults(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		ctx := context.Background()
 		blob := e.blob(t, e.s3p, func(o *s3blob.Options) { o.PartSize = s3blob.MinPartSize; o.Concurrency = 2 })
@@ -363,9 +363,14 @@ func TestConcurrentWriters(t *testing.T) {
 // several ranged GETs, and chunks) while readers read it with Get and a
 // streaming Reader: every read returns exactly one payload a Put stored, or
 // fails with ErrConflict; never a mix. Every acknowledged Put is read back
-// by a consistent Get right after it.
+// by a consistent Get right after it. The writer stores each size once
+// after the first (five Puts), twice with -s3blob.long.
 func TestNoTornRead(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	puts := 5
+	if *long {
+		puts = 8
+	}
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		ctx := context.Background()
 		st := e.store(t, e.ddb, e.blob(t, e.s3, func(o *s3blob.Options) { o.PartSize = s3blob.MinPartSize }),
@@ -423,7 +428,7 @@ func TestNoTornRead(t *testing.T) {
 				}
 			})
 		}
-		for i := 1; i < 8; i++ {
+		for i := 1; i < puts; i++ {
 			put(i)
 		}
 		close(done)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -52,6 +54,17 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// eachParallel is ddbtest.Each with the servers' runs in parallel. The
+// package's longest tests wait on requests more than they compute, so two
+// servers at once take little longer than one.
+func eachParallel(t *testing.T, fn func(t *testing.T, srv *ddbtest.Server)) {
+	t.Helper()
+	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+		t.Parallel()
+		fn(t, srv)
+	})
 }
 
 // s3srv is the s3rver every test of the package shares.
@@ -115,9 +128,20 @@ func newEnv(t testing.TB, srv *ddbtest.Server) *env {
 	}
 	t.Cleanup(func() { p.Close() })
 	e.proxy = p
-	e.s3p = newS3Client(p.URL)
+	e.s3p = newS3Client(p.URL, quickRetries)
 	return e
 }
+
+// quickRetries keeps the SDK's three attempts against the fault proxy but
+// backs off at most 50 ms between them, not up to 20 s: a fault injected
+// for good then fails a Put in milliseconds.
+func quickRetries(o *s3.Options) {
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) { so.MaxBackoff = 50 * time.Millisecond })
+}
+
+// long runs the package's long modes (make test-long): the full sizes of
+// the tests that shrink theirs by default, with the same assertions.
+var long = flag.Bool("s3blob.long", false, "run the long modes: a 100 MiB round trip, eight Puts under torn-read readers")
 
 // blob is a Bucket on e's bucket through c (e.s3 or e.s3p).
 func (e *env) blob(t testing.TB, c s3blob.Client, optFns ...func(*s3blob.Options)) *s3blob.Bucket {

@@ -11,11 +11,16 @@ import (
 	"github.com/dynashard/dynashard/internal/ddbtest"
 )
 
-// TestLarge streams a 100 MiB payload in with PutReader (a reader without
-// Len, so nothing knows its size ahead) and out with a Reader, hashing it
-// on both sides: neither side holds the payload whole. Its DynamoDB side
-// is one parent item, so it runs on the default server only.
+// TestLarge streams a 100 MiB payload (with -s3blob.long; 24 MiB, three
+// parts, by default) in with PutReader (a reader without Len, so nothing
+// knows its size ahead) and out with a Reader, hashing it on both sides:
+// neither side holds the payload whole. Its DynamoDB side is one parent
+// item, so it runs on the default server only.
 func TestLarge(t *testing.T) {
+	size, name := int64(24<<20), "24 MiB"
+	if *long {
+		size, name = 100<<20, "100 MiB"
+	}
 	srv, err := ddbtest.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +28,6 @@ func TestLarge(t *testing.T) {
 	e := newEnv(t, srv)
 	ctx := context.Background()
 	st := e.store(t, e.ddb, e.blob(t, e.s3), func(o *chunk.Options) { o.MaxSize = 1 << 30 })
-	const size = 100 << 20
 	key := sKey("large")
 	src := &genReader{seed: 7, n: size}
 	h := sha256.New()
@@ -46,7 +50,7 @@ func TestLarge(t *testing.T) {
 	start = time.Now()
 	n, err := io.Copy(h, r)
 	// For the record only (-v); the machine's load decides these.
-	t.Logf("100 MiB: PutReader %v, Reader %v", wrote, time.Since(start))
+	t.Logf("%s: PutReader %v, Reader %v", name, wrote, time.Since(start))
 	if err != nil || n != size || [32]byte(h.Sum(nil)) != want {
 		t.Fatalf("read back %d bytes (%v), SHA-256 %x; want %d bytes, %x", n, err, h.Sum(nil), size, want)
 	}

@@ -30,7 +30,7 @@ const threshold = 64 << 10
 // DynamoDB, from it on it is one object, sent as one PUT up to the part
 // size and as a multipart upload beyond.
 func TestRoundTrip(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		ctx := context.Background()
 		blob := e.blob(t, e.s3p, func(o *s3blob.Options) { o.PartSize = s3blob.MinPartSize; o.Concurrency = 2 })
@@ -255,7 +255,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 // error (wrapped) or ErrTooLarge; nothing becomes visible and no object is
 // left.
 func TestPutReaderFailures(t *testing.T) {
-	ddbtest.Each(t, func(t *testing.T, srv *ddbtest.Server) {
+	eachParallel(t, func(t *testing.T, srv *ddbtest.Server) {
 		e := newEnv(t, srv)
 		ctx := context.Background()
 		st := e.store(t, e.ddb, e.blob(t, e.s3, func(o *s3blob.Options) { o.PartSize = s3blob.MinPartSize }),
