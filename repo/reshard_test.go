@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +20,10 @@ import (
 // TestReshard: after shard.Layout.Reshard, a Repo finds items written
 // under every count of the base's history (plain and large), writes new
 // ones at the newest count, and Delete removes an item wherever it is.
+// Each Reshard waits out the default fence (20 s): the two bases' run
+// together, and the test beside TestReshardLargeValues.
 func TestReshard(t *testing.T) {
+	t.Parallel()
 	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		l := newTable(t, s, 4)
@@ -37,10 +41,18 @@ func TestReshard(t *testing.T) {
 			}
 		}
 		put(0, 12)
+		var wg sync.WaitGroup
 		for _, base := range []string{"d", "t"} {
-			if _, err := admin(t, s.Client(), l).Reshard(ctx, base, 8); err != nil {
-				t.Fatal(err)
-			}
+			tbl := admin(t, s.Client(), l)
+			wg.Go(func() {
+				if _, err := tbl.Reshard(ctx, base, 8); err != nil {
+					t.Errorf("Reshard %s: %v", base, err)
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
 		}
 		put(12, 20)
 		// A Repo in another process (its own client and cache) reads both.
@@ -86,8 +98,10 @@ type Doc struct {
 // TestReshardLargeValues: a large value stays its item's through a
 // Reshard, a Rebalance that moves the item and a Sweep run long after, and
 // optimistic locking keeps working: a value read after the Reshard can be
-// written back (issue 19, classes 4 and 5).
+// written back (issue 19, classes 4 and 5). It waits out fences, beside
+// TestReshard.
 func TestReshardLargeValues(t *testing.T) {
+	t.Parallel()
 	ddbtest.EachTx(t, func(t *testing.T, s *ddbtest.Server) {
 		ctx := context.Background()
 		c := s.Client()
