@@ -58,10 +58,12 @@ func TestNoOrphan(t *testing.T) {
 			}
 			cmd.Process.Kill()
 			cmd.Wait()
-			deadline := time.Now().Add(10 * time.Second)
+			// A safety bound, not a speed: the kernel's SIGKILL lands at
+			// once; a loaded machine may take seconds to let the server go.
+			deadline := time.Now().Add(time.Minute)
 			for answers(endpoint) == nil {
 				if time.Now().After(deadline) {
-					t.Fatalf("%s still answers 10 s after its test binary was killed", endpoint)
+					t.Fatalf("%s still answers a minute after its test binary was killed", endpoint)
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
@@ -103,7 +105,7 @@ func TestLockedThreadExit(t *testing.T) {
 	}
 	defer r.s.Close()
 	task := "/proc/self/task/" + strconv.Itoa(r.tid)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(task); err != nil {
 			break
 		}
