@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 GO ?= go
 
-.PHONY: test demo servers vet fuzz bench bench-report
+.PHONY: test test-long demo servers vet fuzz bench bench-report
 
 # test installs the local servers (once; cached), checks formatting and vet,
 # and runs every test with the race detector; integration tests run against
@@ -18,6 +18,22 @@ test: servers vet
 	cd s3blob && $(GO) test -race -count=1 -timeout 30m ./...
 	cd s3blob/internal/integrationtest && $(GO) test -race -count=1 -timeout 30m ./...
 	cd tools && $(GO) run ./releasecheck -repo ..
+
+# test-long runs the long modes that make test leaves out, with the same
+# assertions: the full-size workloads of chunk (-chunk.long: 64 MiB round
+# trips, 40 MB read window, ten times the concurrent history, 400 property
+# cases), internal/batch (-batch.long: 10,000 puts at 90% unprocessed, 16
+# MB requests) and s3blob's integration tests (-s3blob.long: a 100 MiB
+# round trip), then shard's resharding checker for 5 minutes and its
+# multi-process checker for 10. make test sizes each package's tests to
+# take under 2 minutes; its checkers run until enough has happened, not for
+# a time.
+test-long: servers
+	$(GO) test -race -count=1 -timeout 60m ./chunk -chunk.long
+	$(GO) test -race -count=1 -timeout 60m ./internal/batch -batch.long
+	cd s3blob/internal/integrationtest && $(GO) test -race -count=1 -timeout 60m . -s3blob.long
+	$(GO) test -race -count=1 -timeout 60m ./shard -run TestLinearizableResharding -shard.lin=5m
+	$(GO) test -count=1 -timeout 60m ./shard -run TestMultiProcess -shard.mproc=10m
 
 # demo runs examples/demo, in the examples module.
 demo: servers
