@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/dynashard/dynashard/chunk"
 	"github.com/dynashard/dynashard/internal/ddbtest"
@@ -22,6 +23,17 @@ func layout(table string, n int) shard.Layout {
 func newTable(t *testing.T, s *ddbtest.Server, n int) shard.Layout {
 	t.Helper()
 	return layout(s.Table(t, "pk:S", "sk:S"), n)
+}
+
+// cachedTable is newTable with a HistoryTTL of an hour: a test that counts
+// requests sees the layout record read once, however slow the machine (at
+// the default 10 s a call made later reads it again). Not for Reshard,
+// which waits out the fence: two hours.
+func cachedTable(t *testing.T, s *ddbtest.Server, n int) shard.Layout {
+	t.Helper()
+	l := newTable(t, s, n)
+	l.HistoryTTL = time.Hour
+	return l
 }
 
 // newRepo is repo.New, failing t on an error.

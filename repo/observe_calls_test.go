@@ -80,7 +80,7 @@ func TestCacheMetrics(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		m := newMeter()
 		c := s.Client(func(o *dynamodb.Options) { o.MeterProvider = provider{m} })
-		l := newTable(t, s, 1)
+		l := cachedTable(t, s, 1)
 		r := newRepo[Reply](t, c, l, func(o *repo.Options) { o.CacheEntries = 1 })
 		ctx := context.Background()
 		for _, id := range []string{"a", "b"} {

@@ -101,11 +101,11 @@ func check(t *testing.T, what string, u *dynashard.Usage, want cost) {
 // checks the exact capacity the server reports, from the sizes of the
 // items stored, and the requests sent. One shard (Hash(1)): every item has
 // one key. The layout record is read and written by the base's first
-// Put, and then read from shard's cache (DefaultHistoryTTL, 10 s).
+// Put, and then read from shard's cache (HistoryTTL an hour: cachedTable).
 func TestUsage(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		c := s.Client()
-		l := newTable(t, s, 1)
+		l := cachedTable(t, s, 1)
 		T := l.Table
 		r := newRepo[Reply](t, c, l)
 		a := Reply{ID: "a", Author: "ann", Body: make([]byte, 2500)}
@@ -183,7 +183,7 @@ func TestUsage(t *testing.T) {
 func TestUsageLarge(t *testing.T) {
 	ddbtest.Each(t, func(t *testing.T, s *ddbtest.Server) {
 		c := s.Client()
-		l := newTable(t, s, 1)
+		l := cachedTable(t, s, 1)
 		// 3,000-byte chunks: a 7,000-byte body is three chunk items.
 		st := newStore(t, s, c, l, func(o *chunk.Options) { o.ChunkSize = 3000 })
 		r := newRepo[Reply](t, c, l, large("body", st))
