@@ -25,15 +25,17 @@ test: servers vet
 # cases), internal/batch (-batch.long: 10,000 puts at 90% unprocessed, 16
 # MB requests) and s3blob's integration tests (-s3blob.long: a 100 MiB
 # round trip), then shard's resharding checker for 5 minutes and its
-# multi-process checker for 10. make test sizes each package's tests to
-# take under 2 minutes; its checkers run until enough has happened, not for
-# a time.
+# multi-process checker for 10, and stream's convergence checker on a
+# history of about 3,300 writes replayed 1,000 ways. make test sizes each
+# package's tests to take under 2 minutes; its checkers run until enough
+# has happened, not for a time.
 test-long: servers
 	$(GO) test -race -count=1 -timeout 60m ./chunk -chunk.long
 	$(GO) test -race -count=1 -timeout 60m ./internal/batch -batch.long
 	cd s3blob/internal/integrationtest && $(GO) test -race -count=1 -timeout 60m . -s3blob.long
 	$(GO) test -race -count=1 -timeout 60m ./shard -run TestLinearizableResharding -shard.lin=5m
 	$(GO) test -count=1 -timeout 60m ./shard -run TestMultiProcess -shard.mproc=10m
+	$(GO) test -race -count=1 -timeout 60m ./stream -run TestConvergence -stream.writes=1000 -stream.interleavings=1000
 
 # demo runs examples/demo, in the examples module.
 demo: servers
