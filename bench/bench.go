@@ -209,7 +209,7 @@ func parseBench(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.IntVar(&cfg.splitReads, "split-reads", 500, "scenario 9: timed reads of each kind (the median is reported)")
 	fs.IntVar(&cfg.costRounds, "cost-rounds", 10, "scenario 10: rounds, each method of each operation measured once per round")
 	fs.IntVar(&cfg.costOps, "cost-ops", 500, "scenario 10: calls per method per round (Load and the scatter read: 5 times as many items)")
-	fs.IntVar(&cfg.costMiB, "cost-mib", 8, "scenario 10: chunk payload in MiB")
+	fs.IntVar(&cfg.costMiB, "cost-mib", 4, "scenario 10: chunk payload in MiB")
 	fs.StringVar(&cfg.out, "out", "", "write results.md and plots to this directory")
 	fs.StringVar(&cfg.note, "note", "", "a remark printed at the top of the results (e.g. what else ran on the machine)")
 	fs.StringVar(&cfg.plotFormat, "plot", "png", "plot format: png or svg")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"runtime"
@@ -42,20 +43,34 @@ const costShards = 16
 // code's CPU.
 var costTargets = []string{"Put", "Get", "Update", "Delete", "Load", "chunk read"}
 
+// costCallsPerWindow is how many calls of a point operation one window
+// measures: about 10 ms of CPU here. The methods take turns window by
+// window, so that a busy moment of the machine falls on both alike.
+const costCallsPerWindow = 25
+
+// costRepeats is how many times a round does the work of Load, the
+// scatter read and the chunks by each method, a window each, the methods
+// taking turns.
+const costRepeats = 3
+
 // costMethod is one way of doing an operation's work: the plain SDK code
 // or the library.
 type costMethod struct {
-	name    string
-	library bool
-	// run does one window's work: the operation's units, in round r.
-	run func(ctx context.Context, r int) error
+	name string
+	// run does one window's work in round r: part of the round's work,
+	// 0 ≤ part < the operation's parts.
+	run func(ctx context.Context, r, part int) error
+	// reset, if set, runs after each window, unmeasured, to undo what the
+	// window wrote.
+	reset func(ctx context.Context) error
 }
 
 // costOp is an operation measured per unit (a call, an item, a MiB), its
 // plain method first.
 type costOp struct {
 	name, unit string
-	units      float64 // per window
+	units      float64 // per method and round
+	parts      int     // windows per method and round
 	methods    []costMethod
 }
 
@@ -64,7 +79,7 @@ type costTally struct {
 	cpu              time.Duration
 	mallocs, alloced uint64
 	requests         map[string]int
-	rounds           []time.Duration // CPU of each round's window
+	rounds           []time.Duration // CPU of each round's windows
 }
 
 // reqCounter is an HTTP client that counts the requests it sends by
@@ -143,9 +158,16 @@ func (b *bencher) clientCost(ctx context.Context) (*section, error) {
 	// goroutines start unlabelled), the layout record's cache and the heap.
 	b.prog.status("warming up")
 	for _, op := range ops {
-		for _, m := range op.methods {
-			if err := m.run(ctx, -1); err != nil {
-				return sec, fmt.Errorf("warm-up: %s, %s: %w", op.name, m.name, err)
+		for part := range op.parts {
+			for _, m := range op.methods {
+				if err := m.run(ctx, -1, part); err != nil {
+					return sec, fmt.Errorf("warm-up: %s, %s: %w", op.name, m.name, err)
+				}
+				if m.reset != nil {
+					if err := m.reset(ctx); err != nil {
+						return sec, fmt.Errorf("warm-up: %s, %s: %w", op.name, m.name, err)
+					}
+				}
 			}
 		}
 	}
@@ -178,7 +200,7 @@ func (b *bencher) costRounds(ctx context.Context, ops []costOp, counter *reqCoun
 	for i, op := range ops {
 		res.tallies[i] = make([]costTally, len(op.methods))
 		for j := range op.methods {
-			res.tallies[i][j].requests = map[string]int{}
+			res.tallies[i][j] = costTally{requests: map[string]int{}, rounds: make([]time.Duration, b.cfg.costRounds)}
 		}
 	}
 	b.cpu.pause()
@@ -190,10 +212,12 @@ func (b *bencher) costRounds(ctx context.Context, ops []costOp, counter *reqCoun
 	err := func() error {
 		for r := range b.cfg.costRounds {
 			for i, op := range ops {
-				for _, j := range order.Perm(len(op.methods)) {
-					b.prog.status(fmt.Sprintf("round %d of %d: %s, %s", r+1, b.cfg.costRounds, op.name, op.methods[j].name))
-					if err := costWindow(ctx, op, j, r, counter, &res.tallies[i][j]); err != nil {
-						return fmt.Errorf("round %d: %s, %s: %w", r+1, op.name, op.methods[j].name, err)
+				b.prog.status(fmt.Sprintf("round %d of %d: %s", r+1, b.cfg.costRounds, op.name))
+				for part := range op.parts {
+					for _, j := range order.Perm(len(op.methods)) {
+						if err := costWindow(ctx, op, j, r, part, counter, &res.tallies[i][j]); err != nil {
+							return fmt.Errorf("round %d: %s, %s: %w", r+1, op.name, op.methods[j].name, err)
+						}
 					}
 				}
 			}
@@ -216,10 +240,10 @@ func (b *bencher) costRounds(ctx context.Context, ops []costOp, counter *reqCoun
 	return res, err
 }
 
-// costWindow measures method j of op once, in round r, into tl: the
-// process's CPU time, the allocations and the requests sent. Nothing in
-// the window but the method's work allocates.
-func costWindow(ctx context.Context, op costOp, j, r int, counter *reqCounter, tl *costTally) error {
+// costWindow measures part of method j of op's work in round r, into tl:
+// the process's CPU time, the allocations and the requests sent. Nothing
+// in the window but the method's work allocates.
+func costWindow(ctx context.Context, op costOp, j, r, part int, counter *reqCounter, tl *costTally) error {
 	m := op.methods[j]
 	counter.take()
 	var m0, m1 runtime.MemStats
@@ -228,18 +252,22 @@ func costWindow(ctx context.Context, op costOp, j, r int, counter *reqCounter, t
 	runtime.ReadMemStats(&m0)
 	c0 := processCPU(&ru)
 	pprof.Do(ctx, pprof.Labels(costLabel, op.name+"/"+m.name), func(ctx context.Context) {
-		err = m.run(ctx, r)
+		err = m.run(ctx, r, part)
 	})
 	c1 := processCPU(&ru)
 	runtime.ReadMemStats(&m1)
+	reqs := counter.take()
+	if err == nil && m.reset != nil {
+		err = m.reset(ctx)
+	}
 	if err != nil {
 		return err
 	}
 	tl.cpu += c1 - c0
-	tl.rounds = append(tl.rounds, c1-c0)
+	tl.rounds[r] += c1 - c0
 	tl.mallocs += m1.Mallocs - m0.Mallocs
 	tl.alloced += m1.TotalAlloc - m0.TotalAlloc
-	for k, v := range counter.take() {
+	for k, v := range reqs {
 		tl.requests[k] += v
 	}
 	return nil
@@ -300,11 +328,14 @@ func costIntro(c benchConfig) []string {
 
 // costMethodNote says how the figures were taken.
 func costMethodNote(rounds int, u cpuUse) string {
-	s := fmt.Sprintf("%d rounds after an untimed one. Each round measures every method once, the methods of an operation "+
-		"in a shuffled order, so drift on a shared machine falls on each alike. CPU per unit is the process's CPU time "+
-		"over all of a method's windows divided by its units. *÷ plain* divides those totals; the per-round figures "+
-		"divide each round's windows. Allocations are runtime.MemStats deltas over the same windows. Requests count every "+
-		"attempt sent. A CPU profile ran over every window (100 Hz), in both methods alike.", rounds)
+	s := fmt.Sprintf("%d rounds after an untimed one. A round does each operation's work once by each method. The calls "+
+		"go in windows of %d, the methods taking turns window by window in an order shuffled each time, so that a busy "+
+		"moment of a shared machine falls on each alike. Load, the scatter read and the chunks are done %d times a round, a "+
+		"window each, taking turns the same way; chunk.Store's payload written in a window is deleted after it, unmeasured. "+
+		"CPU per unit is the process's CPU time over all of a method's windows divided by its units. *÷ plain* divides "+
+		"those totals; the per-round figures divide each round's. Allocations are runtime.MemStats deltas over the same "+
+		"windows. Requests count every attempt sent. A CPU profile ran over every window (100 Hz), in both methods alike.",
+		rounds, costCallsPerWindow, costRepeats)
 	if u.machineKnown {
 		s += fmt.Sprintf(" The machine was %s busy over the timed rounds, every process counted", pct(u.machine))
 		if u.serverKnown {
@@ -324,7 +355,7 @@ func costVerdict(ratios map[string]float64) string {
 			continue
 		}
 		cell := fmt.Sprintf("%s %.2f×", name, q)
-		if q <= 1.1 {
+		if math.Round(100*q) <= 110 { // as shown
 			met = append(met, cell)
 		} else {
 			missed = append(missed, cell)
@@ -427,10 +458,15 @@ func costIDs(prefix string, n int) []string {
 	return out
 }
 
-// each runs f on every id, one call after another.
-func each(ids []string, f func(ctx context.Context, id string) error) func(context.Context, int) error {
-	return func(ctx context.Context, _ int) error {
-		for _, id := range ids {
+// costParts is the windows a round of n calls takes.
+func costParts(n int) int { return (n + costCallsPerWindow - 1) / costCallsPerWindow }
+
+// each runs f on the ids of a window, one call after another: part of
+// costParts(len(ids)).
+func each(ids []string, f func(ctx context.Context, id string) error) func(context.Context, int, int) error {
+	parts := costParts(len(ids))
+	return func(ctx context.Context, _, part int) error {
+		for _, id := range ids[part*len(ids)/parts : (part+1)*len(ids)/parts] {
 			if err := f(ctx, id); err != nil {
 				return fmt.Errorf("%s: %w", id, err)
 			}
@@ -465,40 +501,40 @@ func (cs *costSetup) getPlain(consistent bool) func(context.Context, string) err
 // callOps are the point operations, in the order a round needs them: what
 // Get reads, Put wrote; Delete deletes it.
 func (cs *costSetup) callOps() []costOp {
-	n := float64(len(cs.libIDs))
+	n, parts := float64(len(cs.libIDs)), costParts(len(cs.libIDs))
 	tbl := cs.tbl
 	updPayload := strings.Repeat("y", len(benchPayload))
 	consistent := func(o *shard.Options) { o.ConsistentRead = true }
 	return []costOp{
-		{"Put", "call", n, []costMethod{
-			{"PutItem", false, each(cs.plainIDs, func(ctx context.Context, id string) error {
+		{"Put", "call", n, parts, []costMethod{
+			{"PutItem", each(cs.plainIDs, func(ctx context.Context, id string) error {
 				av, err := attributevalue.MarshalMap(benchItem{PK: shard.Key(costBase, cs.st.Pick(id)), SK: id, Payload: benchPayload})
 				if err != nil {
 					return err
 				}
 				_, err = cs.cl.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(cs.table), Item: av})
 				return err
-			})},
-			{"Table.Put", true, each(cs.libIDs, func(ctx context.Context, id string) error {
+			}), nil},
+			{"Table.Put", each(cs.libIDs, func(ctx context.Context, id string) error {
 				return tbl.Put(ctx, costBase, benchItem{SK: id, Payload: benchPayload})
-			})},
+			}), nil},
 		}},
-		{"Get", "call", n, []costMethod{
-			{"GetItem", false, each(cs.plainIDs, cs.getPlain(false))},
-			{"Table.Get", true, each(cs.libIDs, func(ctx context.Context, id string) error {
+		{"Get", "call", n, parts, []costMethod{
+			{"GetItem", each(cs.plainIDs, cs.getPlain(false)), nil},
+			{"Table.Get", each(cs.libIDs, func(ctx context.Context, id string) error {
 				_, err := tbl.Get(ctx, costBase, id)
 				return err
-			})},
+			}), nil},
 		}},
-		{"Get, consistent", "call", n, []costMethod{
-			{"GetItem", false, each(cs.plainIDs, cs.getPlain(true))},
-			{"Table.Get", true, each(cs.libIDs, func(ctx context.Context, id string) error {
+		{"Get, consistent", "call", n, parts, []costMethod{
+			{"GetItem", each(cs.plainIDs, cs.getPlain(true)), nil},
+			{"Table.Get", each(cs.libIDs, func(ctx context.Context, id string) error {
 				_, err := tbl.Get(ctx, costBase, id, consistent)
 				return err
-			})},
+			}), nil},
 		}},
-		{"Update", "call", n, []costMethod{
-			{"UpdateItem", false, each(cs.plainIDs, func(ctx context.Context, id string) error {
+		{"Update", "call", n, parts, []costMethod{
+			{"UpdateItem", each(cs.plainIDs, func(ctx context.Context, id string) error {
 				e, err := expression.NewBuilder().WithUpdate(expression.Set(expression.Name("payload"), expression.Value(updPayload))).Build()
 				if err != nil {
 					return err
@@ -512,20 +548,20 @@ func (cs *costSetup) callOps() []costOp {
 				}
 				var v benchItem
 				return attributevalue.UnmarshalMap(out.Attributes, &v)
-			})},
-			{"Table.Update", true, each(cs.libIDs, func(ctx context.Context, id string) error {
+			}), nil},
+			{"Table.Update", each(cs.libIDs, func(ctx context.Context, id string) error {
 				_, err := tbl.Update(ctx, costBase, id, expression.Set(expression.Name("payload"), expression.Value(updPayload)))
 				return err
-			})},
+			}), nil},
 		}},
-		{"Delete", "call", n, []costMethod{
-			{"DeleteItem", false, each(cs.plainIDs, func(ctx context.Context, id string) error {
+		{"Delete", "call", n, parts, []costMethod{
+			{"DeleteItem", each(cs.plainIDs, func(ctx context.Context, id string) error {
 				_, err := cs.cl.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(cs.table), Key: cs.plainKey(id)})
 				return err
-			})},
-			{"Table.Delete", true, each(cs.libIDs, func(ctx context.Context, id string) error {
+			}), nil},
+			{"Table.Delete", each(cs.libIDs, func(ctx context.Context, id string) error {
 				return tbl.Delete(ctx, costBase, id)
-			})},
+			}), nil},
 		}},
 	}
 }
@@ -534,17 +570,17 @@ func (cs *costSetup) callOps() []costOp {
 // base, written again every round.
 func (cs *costSetup) loadOp() costOp {
 	lib, plain := costIDs("lib", 5*len(cs.libIDs)), costIDs("plain", 5*len(cs.libIDs))
-	return costOp{"Load", "item", float64(len(lib)), []costMethod{
-		{"BatchWriteItem loop", false, func(ctx context.Context, _ int) error {
+	return costOp{"Load", "item", float64(costRepeats * len(lib)), costRepeats, []costMethod{
+		{"BatchWriteItem loop", func(ctx context.Context, _, _ int) error {
 			return plainLoad(ctx, cs.cl, cs.table, costLoadBase, cs.st, plain)
-		}},
-		{"Table.Load", true, func(ctx context.Context, _ int) error {
+		}, nil},
+		{"Table.Load", func(ctx context.Context, _, _ int) error {
 			stats, err := cs.tbl.Load(ctx, baseItems(costLoadBase, lib))
 			if err == nil && stats.Written != len(lib) {
 				err = fmt.Errorf("%d items written, want %d", stats.Written, len(lib))
 			}
 			return err
-		}},
+		}, nil},
 	}}
 }
 
@@ -576,8 +612,8 @@ func (cs *costSetup) scatterOp(ctx context.Context) (costOp, error) {
 		}
 		return nil
 	}
-	all := func(optFns ...func(*scatter.Options)) func(context.Context, int) error {
-		return func(ctx context.Context, _ int) error {
+	all := func(optFns ...func(*scatter.Options)) func(context.Context, int, int) error {
+		return func(ctx context.Context, _, _ int) error {
 			n := 0
 			for it, err := range sc.All(ctx, costScanBase, optFns...) {
 				if err != nil {
@@ -592,23 +628,24 @@ func (cs *costSetup) scatterOp(ctx context.Context) (costOp, error) {
 			return want(n)
 		}
 	}
-	return costOp{"scatter read", "item", float64(len(ids)), []costMethod{
-		{"Query loop + sort", false, func(ctx context.Context, _ int) error {
+	return costOp{"scatter read", "item", float64(costRepeats * len(ids)), costRepeats, []costMethod{
+		{"Query loop + sort", func(ctx context.Context, _, _ int) error {
 			items, err := plainScatter(ctx, cs.cl, cs.table, costScanBase, costShards)
 			if err != nil {
 				return err
 			}
 			return want(len(items))
-		}},
-		{"scatter.All", true, all()},
-		{"scatter.All, PageSize 1000", true, all(func(o *scatter.Options) { o.PageSize = 1000 })},
+		}, nil},
+		{"scatter.All", all(), nil},
+		{"scatter.All, PageSize 1000", all(func(o *scatter.Options) { o.PageSize = 1000 }), nil},
 	}}, nil
 }
 
 // chunkOps are a payload's write and read through chunk.Store beside
 // scenario 6's plain loops. The reads read a payload written here once
-// each way; the writes take fresh keys every round (and the warm-up's),
-// so that no Put replaces an older version inside its window.
+// each way. The store's payload written in a window is deleted after it,
+// unmeasured, so that no Put replaces an older version inside its window;
+// the plain loop writes the same chunk items again.
 func (cs *costSetup) chunkOps(ctx context.Context, parents, chunkTable string) ([]costOp, error) {
 	store, err := chunk.New(cs.cl, parents, chunkTable)
 	if err != nil {
@@ -638,25 +675,25 @@ func (cs *costSetup) chunkOps(ctx context.Context, parents, chunkTable string) (
 		}
 		return err
 	}
-	mib := float64(len(data)) / (1 << 20)
+	mib := costRepeats * float64(len(data)) / (1 << 20)
 	return []costOp{
-		{"chunk write", "MiB", mib, []costMethod{
-			{"BatchWriteItem loop", false, func(ctx context.Context, r int) error {
-				return plainWrite(ctx, cs.cl, chunkTable, plainKeys(fmt.Sprintf("write%d", r)), data)
-			}},
-			{"chunk.Store.Put", true, func(ctx context.Context, r int) error {
-				_, err := store.Put(ctx, storeKey(fmt.Sprintf("write%d", r)), data)
+		{"chunk write", "MiB", mib, costRepeats, []costMethod{
+			{"BatchWriteItem loop", func(ctx context.Context, _, _ int) error {
+				return plainWrite(ctx, cs.cl, chunkTable, plainKeys("write"), data)
+			}, nil},
+			{"chunk.Store.Put", func(ctx context.Context, _, _ int) error {
+				_, err := store.Put(ctx, storeKey("write"), data)
 				return err
-			}},
+			}, func(ctx context.Context) error { return store.Delete(ctx, storeKey("write")) }},
 		}},
-		{"chunk read", "MiB", mib, []costMethod{
-			{"BatchGetItem loop", false, func(ctx context.Context, _ int) error {
+		{"chunk read", "MiB", mib, costRepeats, []costMethod{
+			{"BatchGetItem loop", func(ctx context.Context, _, _ int) error {
 				return check(plainRead(ctx, cs.cl, chunkTable, plainKeys("read")))
-			}},
-			{"chunk.Store.Get", true, func(ctx context.Context, _ int) error {
+			}, nil},
+			{"chunk.Store.Get", func(ctx context.Context, _, _ int) error {
 				got, _, err := store.Get(ctx, storeKey("read"))
 				return check(got, err)
-			}},
+			}, nil},
 		}},
 	}, nil
 }
@@ -862,7 +899,7 @@ func shortFunc(name string) string {
 // costProfileTable adds the profile's view: each method's CPU per unit
 // by bucket, and the library's heaviest functions.
 func costProfileTable(sec *section, ops []costOp, shares map[string]*costShare, rounds int) {
-	header := []string{"operation", "method", "profiled µs per unit"}
+	header := []string{"operation", "method", "samples", "profiled µs per unit"}
 	for _, n := range bucketNames {
 		header = append(header, n)
 	}
@@ -875,7 +912,7 @@ func costProfileTable(sec *section, ops []costOp, shares map[string]*costShare, 
 			if sh == nil {
 				continue
 			}
-			row := []string{op.name, m.name, us(sh.total)}
+			row := []string{op.name, m.name, fmt.Sprint(sh.samples), us(sh.total)}
 			for _, v := range sh.buckets {
 				row = append(row, us(v))
 			}
@@ -883,7 +920,8 @@ func costProfileTable(sec *section, ops []costOp, shares map[string]*costShare, 
 			t.row(row...)
 		}
 	}
-	sec.notes = append(sec.notes, "The second table is the CPU profile's view of the same windows (100 samples per CPU-second). "+
+	sec.notes = append(sec.notes, "The second table is the CPU profile's view of the same windows (100 samples per CPU-second: "+
+		"a figure of a few samples is a rough one). "+
 		"Each sample is charged to the innermost frame of its stack outside the Go standard library and runtime. "+
 		"*SDK request* is aws-sdk-go-v2 and smithy-go: building, signing and sending the request, decoding the answer. "+
 		"*attributevalue* and *expression* are those SDK packages wherever called; *dynashard* is the library's own "+
