@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dynashard/dynashard/internal/errs"
 )
 
 // MaxKeyBytes is DynamoDB's limit on a partition-key value: 2,048 bytes of
@@ -53,16 +55,7 @@ func (e *KeyError) Error() string {
 func clip(s string) string { return clipTo(s, 64) }
 
 // clipTo is clip with a bound of show bytes.
-func clipTo(s string, show int) string {
-	if len(s) <= show {
-		return s
-	}
-	cut := show
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
-}
+func clipTo(s string, show int) string { return errs.Clip(s, show) }
 
 // Is makes a KeyError match ErrInvalidKey, and ErrKeyTooLong when too long
 // (a physical key over MaxKeyBytes, or a base of a checked layout whose

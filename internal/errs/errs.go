@@ -8,7 +8,9 @@ package errs
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"unicode/utf8"
 )
 
 var (
@@ -64,4 +66,18 @@ func IsNil(v any) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// Clip shortens s for an error message: a 100 KB key in a log line helps
+// nobody; its length does. It keeps the first show bytes (cut back to a
+// rune boundary), then "…" and the full length in bytes.
+func Clip(s string, show int) string {
+	if len(s) <= show {
+		return s
+	}
+	cut := show
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
 }

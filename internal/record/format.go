@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -250,13 +249,4 @@ const maxQuoted = 256
 func clip(s string) string { return clipTo(s, 64) }
 
 // clipTo is clip with a bound of show bytes.
-func clipTo(s string, show int) string {
-	if len(s) <= show {
-		return s
-	}
-	cut := show
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
-}
+func clipTo(s string, show int) string { return errs.Clip(s, show) }
