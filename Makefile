@@ -68,8 +68,9 @@ vet:
 bench: servers
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# bench-report reruns the measurements of the README (about 3 minutes: 3m6s
-# in the last run, the "Run:" line of docs/bench/results.md) and
+# bench-report reruns the measurements of the README (about 5 minutes: 3m6s
+# in the last run, the "Run:" line of docs/bench/results.md, before
+# scenario 10 added 2-3 minutes) and
 # rewrites docs/bench; BENCHFLAGS adds flags, e.g. BENCHFLAGS='-note "..."'.
 bench-report: servers
 	cd bench && $(GO) run . -out ../docs/bench $(BENCHFLAGS)

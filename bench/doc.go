@@ -7,7 +7,7 @@
 //
 // In a checkout of the repository, "cd bench && go run . -quick" runs every
 // scenario in under a minute. "make bench-report" at the root rewrites the
-// published results in docs/bench (about 4 minutes).
+// published results in docs/bench (about 5 minutes).
 //
 // It starts DynamoDB Local (or dynalite, or uses -endpoint) behind
 // dynashardtest/faultproxy. The proxy gives every partition-key value its
